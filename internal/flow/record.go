@@ -1,0 +1,127 @@
+package flow
+
+import "fmt"
+
+// EndReason says why a Record was emitted.
+type EndReason uint8
+
+// End reasons. The numeric values are weir's own; sinks map them to their
+// formats (IPFIX flowEndReason maps idle→1, active→2, end→3, eof and
+// shutdown→4, full→5).
+const (
+	ReasonNone     EndReason = iota
+	ReasonIdle               // no packet for the idle timeout
+	ReasonActive             // long-lived flow: delta since last report, state kept
+	ReasonEnd                // TCP FIN both ways or RST, after the linger
+	ReasonFull               // table full: the stalest flows were evicted
+	ReasonEOF                // the input ended
+	ReasonShutdown           // SIGINT/SIGTERM or a programmatic stop
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"none", "idle", "active", "end", "full", "eof", "shutdown"}
+
+// NumReasons is the number of EndReason values, for per-reason counter arrays.
+const NumReasons = int(numReasons)
+
+// String returns the reason's name as used in JSON records and metrics.
+func (r EndReason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", uint8(r))
+}
+
+// ParseEndReason is the inverse of EndReason.String.
+func ParseEndReason(s string) (EndReason, error) {
+	for i, n := range reasonNames {
+		if n == s {
+			return EndReason(i), nil
+		}
+	}
+	return ReasonNone, fmt.Errorf("flow: unknown end reason %q", s)
+}
+
+// Packet is one observed packet's contribution to a flow. Sources set Time
+// and Iface; the decoder fills the rest.
+type Packet struct {
+	Key      Key    // wire orientation: Src sent this packet
+	Time     int64  // capture time, Unix nanoseconds
+	Length   uint32 // IP total length: IP header + payload (IPFIX octetDeltaCount)
+	TCPFlags uint8  // TCP flags byte (FIN=0x01 … CWR=0x80); 0 for other protocols
+	Role     Role   // what this packet says about who opened the flow
+	Iface    uint16 // interface index from an Ifaces registry
+}
+
+// Role is the decoder's hint about which endpoint opened a flow. The table
+// orients a flow by its first packet and corrects that with these hints, so
+// it needs no protocol knowledge of its own.
+type Role uint8
+
+// Roles.
+const (
+	RoleUnknown   Role = iota // no hint (most packets)
+	RoleInitiator             // sender opened the flow: TCP SYN without ACK, ICMP echo/timestamp request
+	RoleResponder             // sender answers: TCP SYN+ACK, ICMP echo/timestamp reply
+)
+
+// TCP flag bits as they appear in the TCP header's flags byte.
+const (
+	TCPFin = 0x01
+	TCPSyn = 0x02
+	TCPRst = 0x04
+	TCPPsh = 0x08
+	TCPAck = 0x10
+	TCPUrg = 0x20
+	TCPEce = 0x40
+	TCPCwr = 0x80
+)
+
+// Record is a flow as it leaves the table: one record per eviction. With
+// active timeouts a long flow yields several records whose counters are
+// deltas that sum to the flow's totals.
+//
+// Key is in initiator orientation: Packets/Bytes/TCPFlags count what the
+// initiator (Key.Src) sent, the Rev* fields what the responder sent.
+type Record struct {
+	Key         Key
+	Packets     uint64
+	Bytes       uint64 // sum of IP total lengths
+	RevPackets  uint64
+	RevBytes    uint64
+	TCPFlags    uint8 // OR of flags sent by the initiator
+	RevTCPFlags uint8
+	EndReason   EndReason
+	Start       int64  // first packet in this record, Unix ns
+	End         int64  // last packet in this record, Unix ns
+	Iface       string // interface the flow was first seen on
+}
+
+// Ifaces interns interface names to the small indexes carried in Packet.
+// It is not safe for concurrent use; register names before capture starts.
+type Ifaces struct {
+	names  []string
+	byName map[string]uint16
+}
+
+// Index returns the index of name, registering it if new.
+func (f *Ifaces) Index(name string) uint16 {
+	if i, ok := f.byName[name]; ok {
+		return i
+	}
+	if f.byName == nil {
+		f.byName = make(map[string]uint16)
+	}
+	i := uint16(len(f.names))
+	f.names = append(f.names, name)
+	f.byName[name] = i
+	return i
+}
+
+// Name returns the name registered at index i, or "" if none is.
+func (f *Ifaces) Name(i uint16) string {
+	if f == nil || int(i) >= len(f.names) {
+		return ""
+	}
+	return f.names[i]
+}
