@@ -1,0 +1,52 @@
+package packet
+
+// Reason labels why a frame was not decoded into a flow packet. Every
+// rejected frame is counted under exactly one Reason in Stats.Errors.
+type Reason uint8
+
+// Reasons, in the order of the layers they concern.
+const (
+	ReasonTruncatedLink         Reason = iota // capture shorter than the link-layer header
+	ReasonUnknownLinkType                     // link type the decoder does not understand
+	ReasonTruncatedVLAN                       // capture ends inside an 802.1Q/802.1ad tag
+	ReasonTooManyVLANTags                     // more than MaxVLANTags stacked tags
+	ReasonBadIPVersion                        // version nibble disagrees with the ethertype / link type
+	ReasonTruncatedIPv4                       // capture ends inside the IPv4 header (options included)
+	ReasonBadIPv4HeaderLength                 // IHL < 5
+	ReasonBadIPv4TotalLength                  // total length < IHL*4
+	ReasonTruncatedIPv6                       // capture ends inside the fixed IPv6 header
+	ReasonIPv6ExtTruncated                    // capture ends inside an IPv6 extension header
+	ReasonIPv6ExtChainTooLong                 // more than MaxIPv6ExtHeaders extension headers
+	ReasonIPLengthExceedsFrame                // IP length claims more bytes than the frame had on the wire
+	ReasonHeaderExceedsIPLength               // an extension or transport header runs past the IP length
+	ReasonTruncatedTransport                  // capture ends before the ports (or TCP flags / ICMP code)
+	numReasons
+)
+
+// NumReasons is the number of Reason values, for per-reason counter arrays.
+const NumReasons = int(numReasons)
+
+var reasonNames = [numReasons]string{
+	"truncated_link",
+	"unknown_link_type",
+	"truncated_vlan",
+	"too_many_vlan_tags",
+	"bad_ip_version",
+	"truncated_ipv4",
+	"bad_ipv4_header_length",
+	"bad_ipv4_total_length",
+	"truncated_ipv6",
+	"ipv6_ext_truncated",
+	"ipv6_ext_chain_too_long",
+	"ip_length_exceeds_frame",
+	"header_exceeds_ip_length",
+	"truncated_transport",
+}
+
+// String returns the reason's snake_case name, as used in metrics labels.
+func (r Reason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "reason_" + itoa(int(r))
+}
