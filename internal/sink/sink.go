@@ -1,0 +1,45 @@
+// Package sink defines where records go once they leave the flow table.
+// Each sink lives in a folder of its own (stdout, and later ipfix, kafka,
+// clickhouse, the store) and implements Sink.
+package sink
+
+import (
+	"errors"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// Sink consumes batches of records. Write must not keep recs or any of its
+// records after it returns: the caller reuses the batch.
+type Sink interface {
+	Write(recs []flow.Record) error
+	// Close flushes anything buffered and releases the sink.
+	Close() error
+}
+
+// Multi writes every batch to each sink in turn and returns all their
+// errors joined. It is the synchronous fan-out used for file replay, where
+// blocking is the right answer to a slow sink (nothing may be dropped).
+type Multi []Sink
+
+// Write hands recs to every sink.
+func (m Multi) Write(recs []flow.Record) error {
+	var errs []error
+	for _, s := range m {
+		if err := s.Write(recs); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every sink.
+func (m Multi) Close() error {
+	var errs []error
+	for _, s := range m {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,115 @@
+package stdout
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+func rec(src, dst string, sp, dp uint16, proto uint8) flow.Record {
+	var r flow.Record
+	r.Key.SetSrc(netip.MustParseAddr(src))
+	r.Key.SetDst(netip.MustParseAddr(dst))
+	r.Key.SrcPort, r.Key.DstPort, r.Key.Proto = sp, dp, proto
+	r.Packets, r.Bytes, r.RevPackets, r.RevBytes = 3, 180, 2, 3000
+	r.TCPFlags, r.RevTCPFlags = flow.TCPSyn|flow.TCPAck|flow.TCPFin, flow.TCPSyn|flow.TCPAck
+	r.Start = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC).UnixNano()
+	r.End = r.Start + 1500*int64(time.Millisecond)
+	r.EndReason = flow.ReasonEnd
+	r.Iface = "eth0"
+	return r
+}
+
+func TestJSONContract(t *testing.T) {
+	recs := []flow.Record{
+		rec("10.0.0.1", "10.0.0.2", 40000, 443, flow.ProtoTCP),
+		rec("2001:db8::1", "2001:db8::2", 0, 0, flow.ProtoICMPv6),
+	}
+	recs[1].Key.ICMPType, recs[1].Key.ICMPCode = 128, 0
+	var buf bytes.Buffer
+	j := NewJSON(&buf)
+	if err := j.Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2:\n%s", len(lines), buf.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
+		t.Fatalf("line 0 is not JSON: %v\n%s", err, lines[0])
+	}
+	want := map[string]any{
+		"src_ip": "10.0.0.1", "dst_ip": "10.0.0.2", "src_port": 40000.0, "dst_port": 443.0, "proto": 6.0,
+		"packets": 3.0, "bytes": 180.0, "rev_packets": 2.0, "rev_bytes": 3000.0,
+		"tcp_flags": 19.0, "rev_tcp_flags": 18.0,
+		"start": "2026-01-02T03:04:05.000000006Z", "end": "2026-01-02T03:04:06.500000006Z",
+		"end_reason": "end", "iface": "eth0",
+	}
+	if len(m) != len(want) {
+		t.Errorf("got %d fields, want %d: %v", len(m), len(want), m)
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v (%T), want %v", k, m[k], m[k], v)
+		}
+	}
+	m = nil
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["src_ip"] != "2001:db8::1" || m["icmp_type"] != 128.0 || m["icmp_code"] != 0.0 || m["proto"] != 58.0 {
+		t.Errorf("icmpv6 record: %v", m)
+	}
+	for _, k := range []string{"start", "end"} {
+		ts, err := time.Parse(time.RFC3339Nano, m[k].(string))
+		if err != nil || ts.UnixNano() != map[string]int64{"start": recs[1].Start, "end": recs[1].End}[k] {
+			t.Errorf("%s=%v does not parse back to the record's time (%v)", k, m[k], err)
+		}
+	}
+}
+
+func TestJSONEscapesInterfaceNames(t *testing.T) {
+	for name, want := range map[string]string{
+		`a"b`: `a"b`, `back\slash`: `back\slash`, "ctl\x00\x1f": "ctl\x00\x1f",
+		"bad\xff\xfeutf8": "bad\ufffd\ufffdutf8", // each invalid byte becomes U+FFFD, as encoding/json does
+		"ünï":             "ünï",
+	} {
+		r := rec("10.0.0.1", "10.0.0.2", 1, 2, flow.ProtoUDP)
+		r.Iface = name
+		b := AppendJSON(nil, &r)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("iface %q: invalid JSON %s: %v", name, b, err)
+		}
+		if m["iface"] != want {
+			t.Errorf("iface %q came back as %q, want %q", name, m["iface"], want)
+		}
+	}
+}
+
+func TestAppendJSONDoesNotAllocate(t *testing.T) {
+	r := rec("2001:db8::1", "2001:db8::2", 5353, 53, flow.ProtoUDP)
+	buf := make([]byte, 0, 1024)
+	allocs := testing.AllocsPerRun(1000, func() { buf = AppendJSON(buf[:0], &r) })
+	if allocs != 0 {
+		t.Fatalf("AppendJSON: %v allocs per record, want 0", allocs)
+	}
+}
+
+func BenchmarkAppendJSON(b *testing.B) {
+	r := rec("10.1.2.3", "10.4.5.6", 40000, 443, flow.ProtoTCP)
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendJSON(buf[:0], &r)
+	}
+}

@@ -1,0 +1,76 @@
+package stdout
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+func TestTableTopAggregatesDeltas(t *testing.T) {
+	big := rec("10.0.0.1", "10.0.0.2", 40000, 443, flow.ProtoTCP)
+	big.EndReason = flow.ReasonActive
+	big2 := big
+	big2.Start, big2.End = big.End+1, big.End+10
+	big2.EndReason = flow.ReasonEnd
+	small := rec("10.0.0.3", "10.0.0.4", 5000, 53, flow.ProtoUDP)
+	small.Bytes, small.RevBytes = 10, 10
+
+	var buf bytes.Buffer
+	tb := NewTable(&buf, 5)
+	if err := tb.Write([]flow.Record{small, big}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Write([]flow.Record{big2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("want header, 2 rows, blank, summary; got:\n%s", out)
+	}
+	if !strings.Contains(lines[1], "10.0.0.1:40000") || !strings.Contains(lines[2], "10.0.0.3:5000") {
+		t.Errorf("rows not ordered by bytes:\n%s", out)
+	}
+	// big: 2 records of 3+2 packets and 180+3000 bytes each.
+	for _, want := range []string{"6 ", "360 B", "4 ", "5.86 KiB", "end", "eth0"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("top row lacks %q: %s", want, lines[1])
+		}
+	}
+	if !strings.Contains(out, "2 flows (3 records)") || !strings.Contains(out, "total 15 packets, 6.23 KiB") {
+		t.Errorf("summary wrong:\n%s", out)
+	}
+}
+
+func TestTableStreaming(t *testing.T) {
+	var buf bytes.Buffer
+	tb := NewTable(&buf, 0)
+	r := rec("2001:db8::1", "2001:db8::2", 1, 2, flow.ProtoUDP)
+	if err := tb.Write([]flow.Record{r, r}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "PROTO") || !strings.Contains(lines[1], "[2001:db8::1]:1") {
+		t.Fatalf("streaming table:\n%s", buf.String())
+	}
+}
+
+func TestFormatters(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{Bytes(0), "0 B"}, {Bytes(1023), "1023 B"}, {Bytes(1024), "1.00 KiB"}, {Bytes(1536), "1.50 KiB"},
+		{Bytes(10 << 20), "10.0 MiB"}, {Bytes(500 << 30), "500 GiB"},
+		{Count(0), "0"}, {Count(999), "999"}, {Count(1000), "1,000"}, {Count(1234567), "1,234,567"},
+		{Flags(0), "-"}, {Flags(flow.TCPSyn | flow.TCPAck), "S."}, {Flags(0xff), "FSRP.UEW"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
