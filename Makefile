@@ -1,0 +1,46 @@
+# weir — the two commands that matter: `make run` and `make test`.
+# Both install what they need first (scripts/deps.sh is idempotent).
+
+GO        ?= go
+BIN       := bin/weir
+SAMPLE    := build/sample.pcapng
+FUZZTIME  ?= 60s
+BENCHCOUNT ?= 5
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+
+.PHONY: run test bench fuzz build sample deps-run deps-test clean
+
+## run: weir's main job — replay the generated sample capture and show the top flows
+run: deps-run build sample
+	$(BIN) capture --read $(SAMPLE) --top 25 --stats
+
+## test: the whole suite (installs tshark etc. first)
+test: deps-test
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
+
+## bench: the headline numbers (docs/benchmarks.md explains them)
+bench: deps-run build
+	scripts/bench.sh $(BENCHCOUNT)
+
+## fuzz: run every fuzz target for FUZZTIME each (default 60s)
+fuzz: deps-run
+	scripts/fuzz.sh $(FUZZTIME)
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/weir
+
+## sample: a deterministic capture with known traffic (see internal/craft)
+sample:
+	@mkdir -p build
+	$(GO) run ./internal/tools/mksample -o $(SAMPLE)
+
+deps-run:
+	@scripts/deps.sh run
+
+deps-test:
+	@scripts/deps.sh test
+
+clean:
+	rm -rf bin build

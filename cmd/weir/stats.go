@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/pipeline"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+)
+
+// printStats writes the --stats report: everything that moved, every error
+// by reason, and the memory the table holds.
+func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
+	n := stdout.Count
+	d, t := &st.Decoder, &st.Table
+	secs := st.Elapsed.Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(st.Frames) / secs / 1e6
+	}
+	fmt.Fprintf(w, "frames      %s read in %.3fs (%.2f M/s)\n", n(st.Frames), secs, rate)
+	fmt.Fprintf(w, "decoded     %s (ipv4 %s, ipv6 %s); ip length from frame %s\n",
+		n(d.Decoded), n(d.IPv4), n(d.IPv6), n(d.IPLengthFromFrame))
+	fmt.Fprintf(w, "errors      %s%s\n", n(d.TotalErrors()), pairs(d.EachError))
+	fmt.Fprintf(w, "non-ip      %s%s\n", n(d.NonIP), pairs(d.EachNonIP))
+	f := &d.Fragments
+	fmt.Fprintf(w, "fragments   first %s, attributed %s, unattributed %s, table evictions %s\n",
+		n(f.First), n(f.Attributed), n(f.Unattributed), n(f.Evicted))
+	fmt.Fprintf(w, "table       %s packets, %s; %s flows created; %s port reuses; %s orientation flips\n",
+		n(t.Packets), stdout.Bytes(t.Bytes), n(t.FlowsCreated), n(t.PortReuses), n(t.RoleFlips))
+	fmt.Fprintf(w, "records     %s%s\n", n(st.Records), reasons(&t.Records))
+	fmt.Fprintf(w, "evicted     %s%s; %s full-table passes; %s empty deltas skipped; %s counter-wrap reports\n",
+		n(sum(&t.Evicted)), reasons(&t.Evicted), n(t.FullPasses), n(t.EmptyDeltasSkipped), n(t.WrapReports))
+	fmt.Fprintf(w, "memory      table %s for %s flows (%d B/slot, %.1f B/flow); max RSS %s\n",
+		stdout.Bytes(uint64(p.TableMemory())), n(uint64(p.TableCap())), flow.SlotSize(),
+		float64(p.TableMemory())/float64(p.TableCap()), stdout.Bytes(maxRSS()))
+}
+
+func pairs(each func(func(string, uint64))) string {
+	var b strings.Builder
+	each(func(name string, c uint64) {
+		if c > 0 {
+			fmt.Fprintf(&b, ", %s %s", name, stdout.Count(c))
+		}
+	})
+	if b.Len() == 0 {
+		return ""
+	}
+	return ":" + b.String()[1:]
+}
+
+func reasons(a *[flow.NumReasons]uint64) string {
+	var b strings.Builder
+	for i, c := range a {
+		if c > 0 {
+			fmt.Fprintf(&b, ", %s %s", flow.EndReason(i), stdout.Count(c))
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return ":" + b.String()[1:]
+}
+
+func sum(a *[flow.NumReasons]uint64) (s uint64) {
+	for _, c := range a {
+		s += c
+	}
+	return s
+}
+
+// maxRSS returns the process's peak resident set size in bytes.
+func maxRSS() uint64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return uint64(ru.Maxrss) * 1024 // Linux reports KiB
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what weir's main job and test suite need, idempotently: safe to run
+# on every `make run` / `make test`. On a fresh Debian machine run it as root.
+#
+#   scripts/deps.sh run      # what `make run` needs: Go and its modules
+#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, capinfos)
+set -euo pipefail
+profile=${1:-test}
+cd "$(dirname "$0")/.."
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+
+if ! command -v go >/dev/null 2>&1; then
+  log "Go is not installed. weir needs Go $(sed -n 's/^go //p' go.mod) or newer on PATH."
+  exit 1
+fi
+
+# Debian packages, by the command each provides.
+declare -A pkg_for=(
+  [tshark]=tshark          # independent cross-check of per-conversation counts
+  [capinfos]=wireshark-common
+)
+missing=()
+[ "$profile" = run ] && pkg_for=()
+for cmd in "${!pkg_for[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+done
+
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    log "missing: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})"
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  # wireshark-common asks whether non-root users may capture: answer no.
+  echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
+  log "installing ${missing[*]}"
+  for try in 1 2 3; do
+    if apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+      break
+    fi
+    [ "$try" = 3 ] && { log "apt-get failed three times"; exit 1; }
+    sleep $((try * 5))
+  done
+fi
+
+go mod download
+log "ok"
