@@ -1,0 +1,328 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+	"unsafe"
+)
+
+// Defaults applied by NewTable and DefaultConfig.
+const (
+	DefaultIdleTimeout   = 15 * time.Second
+	DefaultActiveTimeout = 60 * time.Second
+	DefaultEndLinger     = 2 * time.Second
+
+	// MaxMaxFlows bounds Config.MaxFlows so that slot indexes fit in 32 bits.
+	MaxMaxFlows = 1 << 30
+)
+
+// Config sizes a Table and sets its eviction timeouts. All times are packet
+// time (the Unix nanoseconds in Packet.Time and the now passed to Expire).
+type Config struct {
+	// MaxFlows is the number of live flows allowed. The slot array is
+	// preallocated for it: about MaxFlows/0.75 slots of SlotSize() bytes,
+	// so memory is linear in MaxFlows and flat in traffic. 1..MaxMaxFlows.
+	MaxFlows int
+	// IdleTimeout evicts a flow with no packet for this long (ReasonIdle).
+	// 0 means DefaultIdleTimeout (15s).
+	IdleTimeout time.Duration
+	// ActiveTimeout reports a flow whose current record started at least
+	// this long ago (ReasonActive, a delta; the flow stays). 0 disables it:
+	// use DefaultConfig for the 60s default.
+	ActiveTimeout time.Duration
+	// EndLinger is how long an ended TCP flow (FIN both ways, or RST) stays
+	// after its last packet to catch the final ACK. 0 means
+	// DefaultEndLinger (2s).
+	EndLinger time.Duration
+	// Ifaces names Packet.Iface indexes for Record.Iface; may be nil.
+	Ifaces *Ifaces
+	// HashSeed seeds the key hash; 0 (the normal case) draws a random seed
+	// per table so hostile traffic cannot aim at one probe chain. Set it
+	// only for reproducible tests and benchmarks.
+	HashSeed uint64
+}
+
+// DefaultConfig returns a Config with MaxFlows set and every timeout at its
+// default (idle 15s, active 60s, linger 2s).
+func DefaultConfig(maxFlows int) Config {
+	return Config{
+		MaxFlows:      maxFlows,
+		IdleTimeout:   DefaultIdleTimeout,
+		ActiveTimeout: DefaultActiveTimeout,
+		EndLinger:     DefaultEndLinger,
+	}
+}
+
+// Stats are a Table's cumulative counters. Records and Evicted are indexed
+// by EndReason.
+type Stats struct {
+	Packets      uint64 // packets passed to Update
+	Bytes        uint64 // sum of their Packet.Length
+	FlowsCreated uint64 // flows started (new conversations and port reuses)
+	// Records counts records emitted per reason, including active deltas
+	// and counter-wrap reports (both ReasonActive).
+	Records [NumReasons]uint64
+	// Evicted counts flows removed from the table per reason, whether or not
+	// a record was emitted for them (see EmptyDeltasSkipped).
+	Evicted [NumReasons]uint64
+	// FullPasses counts full-table eviction passes; Evicted[ReasonFull]
+	// counts the flows they removed.
+	FullPasses uint64
+	// EmptyDeltasSkipped counts removed flows that had no packet since their
+	// last active report, so no (empty) record was emitted.
+	EmptyDeltasSkipped uint64
+	// WrapReports counts early ReasonActive records emitted because a 32-bit
+	// per-direction packet counter was about to wrap.
+	WrapReports uint64
+	// PortReuses counts ending TCP flows closed early by a new SYN.
+	PortReuses uint64
+	// RoleFlips counts flows whose orientation a Role hint reversed.
+	RoleFlips uint64
+}
+
+// Table aggregates packets into bidirectional flows and emits Records when
+// flows are evicted. It is owned by one goroutine: no method is safe for
+// concurrent use, and the emit callback must not call back into the Table.
+//
+// Semantics:
+//
+//   - One slot per conversation. Each packet's key is made canonical once:
+//     the two endpoints (address, port) are ordered (Key.srcLess) and a
+//     direction bit says which of them sent the packet. Both directions of
+//     a conversation therefore find the same slot.
+//   - Per direction a flow keeps packets, bytes (sum of Packet.Length) and the
+//     OR of TCP flags; Start/End are the min/max packet time of the current
+//     record (timestamps may go backwards a little); Iface is the interface of
+//     the flow's first packet.
+//   - Orientation: the first packet's sender is the initiator until a Role
+//     hint says otherwise. The first Role-bearing packet wins and fixes the
+//     orientation for the rest of the flow: RoleInitiator makes its sender
+//     the initiator, RoleResponder makes the other side the initiator; later
+//     hints are ignored (except a SYN ending a flow, below). Counters are
+//     kept per canonical sender, so a flip needs no counter swap: the
+//     emitted Record maps them to initiator/responder, Key in initiator
+//     orientation.
+//   - idle: no packet for IdleTimeout → ReasonIdle, slot freed.
+//   - active: the current record started ≥ ActiveTimeout ago → a ReasonActive
+//     record with the counters since the last report (a delta), counters
+//     reset, orientation and TCP end state kept. A flow's records sum exactly
+//     to its totals. A flow removed with an empty delta (no packet since
+//     its last report) emits nothing and counts in Stats.EmptyDeltasSkipped.
+//   - end: a FIN seen from both sides, or an RST from either, marks the flow
+//     ending. Packets keep counting into it; once End+EndLinger has passed
+//     (End = its last packet, so a late ACK pushes the deadline back) Expire
+//     emits ReasonEnd. A RoleInitiator packet (a new SYN) for an ending flow
+//     is port reuse: the old flow is emitted at once with ReasonEnd and the
+//     packet starts a new flow in the same slot.
+//   - full: a new flow arriving when MaxFlows flows are live first evicts the
+//     stalest 1/16 of the table (by last packet time) with ReasonFull; the
+//     new flow is always admitted. See evictStalest for the cost.
+//   - Flush emits every flow with the given reason and empties the table.
+//   - Counters never wrap: packets are 32-bit per direction, and a flow
+//     about to exceed that emits an early ReasonActive record
+//     (Stats.WrapReports). Bytes are 64-bit and cannot wrap before packets
+//     do (2³² packets × 2³² bytes < 2⁶⁴).
+type Table struct {
+	slots  []slot // open addressing, linear probing, no tombstones
+	n      uint32 // len(slots)
+	live   int
+	max    int
+	seed   [6]uint64
+	idle   int64
+	active int64 // 0: disabled
+	linger int64
+	ifaces *Ifaces
+	emitFn func(*Record)
+	rec    Record // reused for every emit: zero allocation
+	stats  Stats
+	// pktLimit is the per-direction packet count at which a wrap report is
+	// emitted (math.MaxUint32; tests lower it).
+	pktLimit uint32
+}
+
+// NewTable returns an empty Table for cfg. emit receives every Record; the
+// *Record is only valid during the call (it is reused), and emit must not
+// call the Table.
+func NewTable(cfg Config, emit func(*Record)) (*Table, error) {
+	if emit == nil {
+		return nil, errors.New("flow: NewTable needs an emit function")
+	}
+	if cfg.MaxFlows < 1 || cfg.MaxFlows > MaxMaxFlows {
+		return nil, fmt.Errorf("flow: MaxFlows %d out of range 1..%d", cfg.MaxFlows, MaxMaxFlows)
+	}
+	if cfg.IdleTimeout < 0 || cfg.ActiveTimeout < 0 || cfg.EndLinger < 0 {
+		return nil, errors.New("flow: negative timeout")
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.EndLinger == 0 {
+		cfg.EndLinger = DefaultEndLinger
+	}
+	// Load factor ≤ 0.75, and at least one slot always empty so every probe
+	// loop terminates.
+	n := cfg.MaxFlows + cfg.MaxFlows/3 + 1
+	t := &Table{
+		n:        uint32(n),
+		max:      cfg.MaxFlows,
+		idle:     int64(cfg.IdleTimeout),
+		active:   int64(cfg.ActiveTimeout),
+		linger:   int64(cfg.EndLinger),
+		ifaces:   cfg.Ifaces,
+		emitFn:   emit,
+		pktLimit: math.MaxUint32,
+	}
+	t.slots = allocSlots(n, t)
+	t.setSeed(cfg.HashSeed)
+	return t, nil
+}
+
+func (t *Table) setSeed(s uint64) {
+	var r *rand.Rand
+	if s != 0 {
+		r = rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
+	}
+	for i := range t.seed {
+		if r != nil {
+			t.seed[i] = r.Uint64()
+		} else {
+			t.seed[i] = rand.Uint64() // runtime-seeded ChaCha8: unpredictable per table
+		}
+	}
+}
+
+// Update adds one packet to its flow, creating the flow if new (evicting
+// the stalest flows first if the table is full). It does not allocate.
+func (t *Table) Update(p *Packet) {
+	var w keyWords
+	dir := canonical(&p.Key, &w)
+	t.apply(p, &w, dir, t.hash(&w))
+}
+
+// apply is Update after the key is canonical and hashed.
+func (t *Table) apply(p *Packet, w *keyWords, dir uint8, h uint32) {
+	t.stats.Packets++
+	t.stats.Bytes += uint64(p.Length)
+	slots := t.slots
+	n := t.n
+	i := fastrange(h, n)
+	for {
+		s := &slots[i]
+		if s.tag == h && s.key.eq(w) { // tag first: rejects a mismatch without touching 40 key bytes
+			t.add(s, p, dir)
+			return
+		}
+		if s.tag == 0 {
+			break
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	t.insert(i, h, w, dir, p)
+}
+
+// add counts p into the live flow s; dir is the canonical sender.
+func (t *Table) add(s *slot, p *Packet, dir uint8) {
+	if p.Role == RoleInitiator && s.state&stEnding != 0 {
+		// Port reuse: a new SYN for a closing connection starts a new flow.
+		t.stats.PortReuses++
+		t.stats.Evicted[ReasonEnd]++
+		t.report(s, ReasonEnd)
+		t.stats.FlowsCreated++
+		k := s.key // copy: initSlot overwrites *s
+		t.initSlot(s, s.tag, &k, dir, p)
+		return
+	}
+	if s.pkts[dir] >= t.pktLimit {
+		t.wrapReport(s)
+	}
+	if s.pkts[0]|s.pkts[1] == 0 { // empty record (after an active report)
+		s.start, s.end = p.Time, p.Time
+	} else if p.Time > s.end {
+		s.end = p.Time
+	} else if p.Time < s.start {
+		s.start = p.Time
+	}
+	s.pkts[dir]++
+	s.bytes[dir] += uint64(p.Length)
+	s.flags[dir] |= p.TCPFlags
+	if p.Role == RoleInitiator || p.Role == RoleResponder {
+		t.orient(s, p.Role, dir)
+	}
+	if p.TCPFlags&(TCPFin|TCPRst) != 0 {
+		tcpEnd(s, p.TCPFlags, dir)
+	}
+}
+
+// insert starts a new flow at empty slot i (re-probing if a full-table
+// eviction ran first).
+func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
+	if t.live >= t.max {
+		t.evictStalest()
+		i = t.emptyFor(h)
+	}
+	t.live++
+	t.stats.FlowsCreated++
+	t.initSlot(&t.slots[i], h, w, dir, p)
+}
+
+// initSlot writes a fresh flow holding only p into s.
+func (t *Table) initSlot(s *slot, h uint32, w *keyWords, dir uint8, p *Packet) {
+	*s = slot{key: *w, tag: h, iface: p.Iface, start: p.Time, end: p.Time}
+	s.pkts[dir] = 1
+	s.bytes[dir] = uint64(p.Length)
+	s.flags[dir] = p.TCPFlags
+	s.state = dir // stInitHi == 1: the first packet's sender is the initiator
+	if p.Role == RoleInitiator || p.Role == RoleResponder {
+		t.orient(s, p.Role, dir)
+	}
+	if p.TCPFlags&(TCPFin|TCPRst) != 0 {
+		tcpEnd(s, p.TCPFlags, dir)
+	}
+}
+
+// orient applies the first Role hint of a flow; later hints are ignored.
+func (t *Table) orient(s *slot, r Role, dir uint8) {
+	if s.state&stRoleFixed != 0 {
+		return
+	}
+	initHi := dir // RoleInitiator: the sender opened the flow
+	if r == RoleResponder {
+		initHi ^= 1
+	}
+	if initHi != s.state&stInitHi {
+		t.stats.RoleFlips++
+	}
+	s.state = s.state&^stInitHi | initHi | stRoleFixed
+}
+
+// tcpEnd records FIN/RST from canonical sender dir and marks the flow
+// ending on FIN from both sides or any RST.
+func tcpEnd(s *slot, flags, dir uint8) {
+	if flags&TCPFin != 0 {
+		s.state |= stFinLo << dir
+	}
+	if flags&TCPRst != 0 || s.state&(stFinLo|stFinHi) == stFinLo|stFinHi {
+		s.state |= stEnding
+	}
+}
+
+// Len returns the number of live flows.
+func (t *Table) Len() int { return t.live }
+
+// Cap returns MaxFlows, the number of live flows allowed.
+func (t *Table) Cap() int { return t.max }
+
+// Stats returns a copy of the table's counters.
+func (t *Table) Stats() Stats { return t.stats }
+
+// SlotSize returns the bytes per slot (unsafe.Sizeof of the slot struct).
+func SlotSize() uintptr { return unsafe.Sizeof(slot{}) }
+
+// MemoryBytes returns the bytes preallocated for slots. Bytes per flow is
+// MemoryBytes()/Cap().
+func (t *Table) MemoryBytes() int { return len(t.slots) * int(SlotSize()) }
