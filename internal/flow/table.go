@@ -141,6 +141,13 @@ type Table struct {
 	// pktLimit is the per-direction packet count at which a wrap report is
 	// emitted (math.MaxUint32; tests lower it).
 	pktLimit uint32
+	// due is a lower bound on the earliest time any live flow can expire
+	// (idle, end linger or active deadline): Expire returns at once before
+	// it, so its cost follows evictions, not table size. Updates only lower
+	// it where a deadline can move earlier; each scan recomputes it exactly.
+	due int64
+	// minTimeout is the shortest of idle, linger and (if on) active.
+	minTimeout int64
 }
 
 // NewTable returns an empty Table for cfg. emit receives every Record; the
@@ -176,6 +183,11 @@ func NewTable(cfg Config, emit func(*Record)) (*Table, error) {
 		pktLimit: math.MaxUint32,
 	}
 	t.slots = allocSlots(n, t)
+	t.minTimeout = min(t.idle, t.linger)
+	if t.active > 0 {
+		t.minTimeout = min(t.minTimeout, t.active)
+	}
+	t.due = math.MaxInt64
 	t.setSeed(cfg.HashSeed)
 	return t, nil
 }
@@ -237,15 +249,32 @@ func (t *Table) add(s *slot, p *Packet, dir uint8) {
 		t.initSlot(s, s.tag, &k, dir, p)
 		return
 	}
+	if gap := p.Time - s.end; gap >= t.idle || s.state&stEnding != 0 && gap >= t.linger {
+		// The flow expired before this packet, whether or not an Expire
+		// tick has run since: emit it as it stood and start afresh, so a
+		// record's reason never depends on when Expire was called.
+		r := ReasonIdle
+		if s.state&stEnding != 0 && gap >= t.linger {
+			r = ReasonEnd
+		}
+		t.stats.Evicted[r]++
+		t.report(s, r)
+		t.stats.FlowsCreated++
+		k := s.key
+		t.initSlot(s, s.tag, &k, dir, p)
+		return
+	}
 	if s.pkts[dir] >= t.pktLimit {
 		t.wrapReport(s)
 	}
 	if s.pkts[0]|s.pkts[1] == 0 { // empty record (after an active report)
 		s.start, s.end = p.Time, p.Time
+		t.dueBy(p.Time + t.active) // a new active deadline
 	} else if p.Time > s.end {
 		s.end = p.Time
 	} else if p.Time < s.start {
 		s.start = p.Time
+		t.dueBy(p.Time + t.active) // time went backwards: the active deadline too
 	}
 	s.pkts[dir]++
 	s.bytes[dir] += uint64(p.Length)
@@ -254,7 +283,7 @@ func (t *Table) add(s *slot, p *Packet, dir uint8) {
 		t.orient(s, p.Role, dir)
 	}
 	if p.TCPFlags&(TCPFin|TCPRst) != 0 {
-		tcpEnd(s, p.TCPFlags, dir)
+		t.tcpEnd(s, p.TCPFlags, dir)
 	}
 }
 
@@ -273,6 +302,7 @@ func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
 // initSlot writes a fresh flow holding only p into s.
 func (t *Table) initSlot(s *slot, h uint32, w *keyWords, dir uint8, p *Packet) {
 	*s = slot{key: *w, tag: h, iface: p.Iface, start: p.Time, end: p.Time}
+	t.dueBy(p.Time + t.minTimeout)
 	s.pkts[dir] = 1
 	s.bytes[dir] = uint64(p.Length)
 	s.flags[dir] = p.TCPFlags
@@ -281,7 +311,7 @@ func (t *Table) initSlot(s *slot, h uint32, w *keyWords, dir uint8, p *Packet) {
 		t.orient(s, p.Role, dir)
 	}
 	if p.TCPFlags&(TCPFin|TCPRst) != 0 {
-		tcpEnd(s, p.TCPFlags, dir)
+		t.tcpEnd(s, p.TCPFlags, dir)
 	}
 }
 
@@ -302,12 +332,20 @@ func (t *Table) orient(s *slot, r Role, dir uint8) {
 
 // tcpEnd records FIN/RST from canonical sender dir and marks the flow
 // ending on FIN from both sides or any RST.
-func tcpEnd(s *slot, flags, dir uint8) {
+func (t *Table) tcpEnd(s *slot, flags, dir uint8) {
 	if flags&TCPFin != 0 {
 		s.state |= stFinLo << dir
 	}
 	if flags&TCPRst != 0 || s.state&(stFinLo|stFinHi) == stFinLo|stFinHi {
 		s.state |= stEnding
+		t.dueBy(s.end + t.linger)
+	}
+}
+
+// dueBy lowers the next-expiry bound to d.
+func (t *Table) dueBy(d int64) {
+	if d < t.due {
+		t.due = d
 	}
 }
 
