@@ -26,6 +26,15 @@ func (t *Table) Expire(now int64) {
 		if i++; i == n {
 			i = 0
 		}
+		if i%blockSlots == 0 && t.blocks[i/blockSlots] == 0 {
+			// An empty block: jump to its last slot. Backward shifts only
+			// move flows into the slot being examined, never into a block
+			// ahead, so the count is exact when the scan arrives.
+			skip := min(blockSlots, n-i) - 1
+			i += skip
+			steps += skip + 1
+			continue
+		}
 		s := &slots[i]
 		for s.tag != 0 {
 			r := t.expiry(s, now)
@@ -98,6 +107,7 @@ func (t *Table) Flush(reason EndReason) {
 		s.tag = 0 // the whole table empties: no backward shift needed
 	}
 	t.live = 0
+	clear(t.blocks)
 }
 
 // report emits the record of a flow being removed, unless it is empty.

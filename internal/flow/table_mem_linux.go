@@ -13,8 +13,8 @@ import (
 // the TLB). Smaller tables use the Go heap.
 const hugeMin = 8 << 20
 
-// allocSlots returns n zeroed slots. Large arrays come from an anonymous
-// mmap advised MADV_HUGEPAGE, released by a cleanup when owner is
+// allocSlots returns n zeroed slots. Large arrays come from an anonymous,
+// populated mmap advised MADV_HUGEPAGE, released by a cleanup when owner is
 // collected; slot holds no pointers, so memory outside the Go heap is safe.
 func allocSlots(n int, owner *Table) []slot {
 	size := n * int(unsafe.Sizeof(slot{}))
@@ -23,7 +23,11 @@ func allocSlots(n int, owner *Table) []slot {
 	}
 	const huge = 2 << 20
 	size = (size + huge - 1) &^ (huge - 1)
-	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	// MAP_POPULATE faults the whole table in now: resident memory is flat
+	// from the first packet (linear in MaxFlows, as promised) and no 2 MiB
+	// page is zeroed on the capture path when a new flow first touches it.
+	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE,
+		syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
 	if err != nil {
 		return make([]slot, n)
 	}

@@ -173,10 +173,11 @@ func compareModels(t *testing.T, got, want refModel) {
 // and full evictions; after every step each live flow is found, every
 // flow the table dropped was emitted, and every probe chain is unbroken.
 func TestChurnBackwardShift(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
+	for _, c := range []struct{ seed, maxFlows uint64 }{{1, 48}, {2, 48}, {3, 48}, {4, 1000}} {
+		seed := c.seed // 1000 flows over 200 keys: mostly empty blocks for Expire to skip
 		rng := rand.New(rand.NewPCG(seed, 77))
 		live := map[Key]bool{}
-		tb, err := NewTable(Config{MaxFlows: 48, IdleTimeout: 10 * time.Second, HashSeed: seed},
+		tb, err := NewTable(Config{MaxFlows: int(c.maxFlows), IdleTimeout: 10 * time.Second, HashSeed: seed},
 			func(r *Record) {
 				k := r.Key
 				if !k.srcLess() {
@@ -236,6 +237,17 @@ func checkChains(t *testing.T, tb *Table) {
 	}
 	if count != tb.Len() {
 		t.Fatalf("%d occupied slots, Len %d", count, tb.Len())
+	}
+	for b := range tb.blocks {
+		live := 0
+		for i := b * blockSlots; i < min((b+1)*blockSlots, int(n)); i++ {
+			if tb.slots[i].tag != 0 {
+				live++
+			}
+		}
+		if int(tb.blocks[b]) != live {
+			t.Fatalf("block %d counts %d live flows, holds %d", b, tb.blocks[b], live)
+		}
 	}
 }
 

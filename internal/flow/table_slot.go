@@ -103,6 +103,9 @@ const (
 	stEnding                // FIN both ways or RST: emit after the linger
 )
 
+// blockSlots is the number of slots per occupancy count in Table.blocks.
+const blockSlots = 64
+
 // emptyFor returns the first empty slot on h's probe sequence.
 func (t *Table) emptyFor(h uint32) uint32 {
 	i := fastrange(h, t.n)
@@ -140,6 +143,7 @@ func (t *Table) lookup(k *Key) *slot {
 func (t *Table) remove(i uint32) {
 	n := t.n
 	t.live--
+	t.blocks[i/blockSlots]--
 	j := i
 	for {
 		if j++; j == n {
@@ -159,6 +163,8 @@ func (t *Table) remove(i uint32) {
 		}
 		if !stay {
 			t.slots[i] = *s
+			t.blocks[i/blockSlots]++
+			t.blocks[j/blockSlots]--
 			i = j
 		}
 	}
