@@ -21,7 +21,8 @@ test: deps-test
 	$(GO) test -count=1 -timeout 15m ./...
 
 ## bench: the headline numbers (docs/benchmarks.md explains them)
-bench: deps-run build
+bench: build
+	@scripts/deps.sh bench
 	scripts/bench.sh $(BENCHCOUNT)
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s)

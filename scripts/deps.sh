@@ -4,6 +4,7 @@
 #
 #   scripts/deps.sh run      # what `make run` needs: Go and its modules
 #   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, capinfos)
+#   scripts/deps.sh bench    # plus the peers benchmarks run side by side (softflowd)
 set -euo pipefail
 profile=${1:-test}
 cd "$(dirname "$0")/.."
@@ -21,9 +22,14 @@ declare -A pkg_for=(
   [capinfos]=wireshark-common
 )
 missing=()
-[ "$profile" = run ] && pkg_for=()
+case "$profile" in
+  run) pkg_for=() ;;
+  bench) pkg_for=([softflowd]=softflowd) ;;
+  test) ;;
+  *) log "unknown profile $profile (run, test, bench)"; exit 2 ;;
+esac
 for cmd in "${!pkg_for[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+  PATH=$PATH:/usr/sbin command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
 done
 
 if ((${#missing[@]})); then

@@ -9,20 +9,70 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/weir-dev/weir/internal/craft"
+	"github.com/weir-dev/weir/internal/packet"
+	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
+	"github.com/weir-dev/weir/internal/source/synthetic"
 )
 
 func main() {
 	out := flag.String("o", "build/sample.pcapng", "output `file`")
 	seed := flag.Int64("seed", 1, "scenario seed")
+	flows := flag.Int("flows", 0, "instead of the scenario, write `n` synthetic flows (classic pcap, Ethernet, 96-byte snap length)")
+	packets := flag.Int("packets", 1000000, "with -flows: number of packets")
 	flag.Parse()
-	if err := write(*out, *seed); err != nil {
+	var err error
+	if *flows > 0 {
+		err = writeSynthetic(*out, *flows, *packets, *seed)
+	} else {
+		err = write(*out, *seed)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "mksample:", err)
 		os.Exit(1)
 	}
+}
+
+// writeSynthetic writes the synthetic source's frames as a classic pcap,
+// the input for side-by-side replay benchmarks with peer tools.
+func writeSynthetic(path string, flows, packets int, seed int64) error {
+	src, err := synthetic.New(synthetic.Config{Flows: flows, Packets: packets, IPv6Share: 0.5, UDPShare: 0.5,
+		MaxPayload: 1400, Seed: seed})
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path + ".tmp")
+	w, err := pcap.NewWriter(f, packet.LinkEthernet, synthetic.DefaultSnap)
+	if err != nil {
+		return err
+	}
+	var fr source.Frame
+	for {
+		if err := src.Next(&fr); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		if err := w.WritePacket(fr.Time, fr.WireLen, fr.Data); err != nil {
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "mksample: %s: %d packets, %d flows\n", path, packets, flows)
+	return os.Rename(path+".tmp", path)
 }
 
 // write renders the scenario into path atomically (temp file + rename).

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make bench: weir's headline numbers, each from a benchmark in the repo.
+#   scripts/bench.sh [count]     # count = runs per Go benchmark (median reported)
+# Raw outputs stay in build/bench/ for benchstat comparisons.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+count=${1:-5}
+out=build/bench
+mkdir -p "$out"
+export PATH=$PATH:/usr/sbin
+TIMEFORMAT='%R %U %S'
+
+echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(go version | cut -d' ' -f3), load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo "== Go benchmarks (median of $count runs; raw output in $out/*.txt)"
+go test -run '^$' -bench 'BenchmarkDecode' -benchmem -count "$count" ./internal/packet >"$out/packet.txt"
+go test -run '^$' -bench 'BenchmarkUpdate|BenchmarkExpire' -benchmem -count "$count" ./internal/flow >"$out/flow.txt"
+go test -run '^$' -bench . -benchmem -count "$count" -benchtime 2000000x ./internal/pipeline >"$out/pipeline.txt"
+go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./internal/sink/stdout >"$out/io.txt"
+go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt
+
+echo
+echo "== memory: resident set with a full table (synthetic flows = --max-flows, every slot in use)"
+for n in 100000 1000000; do
+  line=$(bin/weir capture --synthetic "flows=$n,packets=$((n * 3)),seed=1" --max-flows=$n -o none --stats 2>&1 | grep '^memory')
+  echo "max-flows $n: ${line#memory      }"
+done
+
+echo
+echo "== side by side: replay of one pcap file (10k flows, 1M packets, 96-byte snap length)"
+pcapfile=$out/replay-10k.pcap
+[ -f "$pcapfile" ] || go run ./internal/tools/mksample -o "$pcapfile" -flows 10000 -packets 1000000
+cpu() { # prints the median user+sys seconds of 3 runs of "$@"
+  for i in 1 2 3; do { time "$@" >/dev/null 2>&1; } 2>&1 | awk '{printf "%.3f\n", $2 + $3}'; done | sort -n | sed -n 2p
+}
+w=$(cpu bin/weir capture --read "$pcapfile" --max-flows=20000 -o none)
+echo "weir capture --read:         ${w}s CPU ($(awk -v s="$w" 'BEGIN{printf "%.0f", s*1e9/1e6}') ns/packet)"
+if command -v softflowd >/dev/null; then
+  # softflowd exports IPFIX to the discard port on loopback; nothing listens, nothing leaves the host.
+  s=$(cpu softflowd -r "$pcapfile" -n 127.0.0.1:9 -v 10 -b -6 -m 20000 -d -p "$out/sf.pid" -c "$out/sf.ctl")
+  echo "softflowd -r (Debian peer):  ${s}s CPU ($(awk -v s="$s" 'BEGIN{printf "%.0f", s*1e9/1e6}') ns/packet)"
+  awk -v a="$s" -v b="$w" 'BEGIN{ if (b > 0) printf "ratio softflowd/weir:        %.1fx\n", a/b }'
+else
+  echo "softflowd not installed (scripts/deps.sh bench installs it)"
+fi
