@@ -20,9 +20,11 @@ go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./in
 go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt
 
 echo
-echo "== memory: resident set with a full table (synthetic flows = --max-flows, every slot in use)"
+echo "== memory: weir's resident set replaying a capture whose flows fill --max-flows (all live at once)"
 for n in 100000 1000000; do
-  line=$(bin/weir capture --synthetic "flows=$n,packets=$((n * 3)),seed=1" --max-flows=$n -o none --stats 2>&1 | grep '^memory')
+  f=$out/flows-$n.pcap
+  [ -f "$f" ] || go run ./internal/tools/mksample -o "$f" -flows $n -packets $((n * 3)) 2>/dev/null
+  line=$(bin/weir capture --read "$f" --max-flows=$n -o none --stats 2>&1 | grep '^memory')
   echo "max-flows $n: ${line#memory      }"
 done
 
@@ -31,13 +33,16 @@ echo "== side by side: replay of one pcap file (10k flows, 1M packets, 96-byte s
 pcapfile=$out/replay-10k.pcap
 [ -f "$pcapfile" ] || go run ./internal/tools/mksample -o "$pcapfile" -flows 10000 -packets 1000000
 cpu() { # prints the median user+sys seconds of 3 runs of "$@"
-  for i in 1 2 3; do { time "$@" >/dev/null 2>&1; } 2>&1 | awk '{printf "%.3f\n", $2 + $3}'; done | sort -n | sed -n 2p
+  for i in 1 2 3; do { time timeout 120 "$@" >/dev/null 2>&1; } 2>&1 | awk '{printf "%.3f\n", $2 + $3}'; done | sort -n | sed -n 2p
 }
 w=$(cpu bin/weir capture --read "$pcapfile" --max-flows=20000 -o none)
 echo "weir capture --read:         ${w}s CPU ($(awk -v s="$w" 'BEGIN{printf "%.0f", s*1e9/1e6}') ns/packet)"
+# softflowd exports IPFIX to the discard port on loopback: nothing listens,
+# nothing leaves the host.
 if command -v softflowd >/dev/null; then
-  # softflowd exports IPFIX to the discard port on loopback; nothing listens, nothing leaves the host.
-  s=$(cpu softflowd -r "$pcapfile" -n 127.0.0.1:9 -v 10 -b -6 -m 20000 -d -p "$out/sf.pid" -c "$out/sf.ctl")
+  # Absolute -p/-c paths: with relative ones softflowd 1.1.0 does not exit
+  # after the file but waits on its control socket.
+  s=$(cpu softflowd -r "$pcapfile" -n 127.0.0.1:9 -v 10 -b -6 -m 20000 -d -p "$PWD/$out/sf.pid" -c "$PWD/$out/sf.ctl")
   echo "softflowd -r (Debian peer):  ${s}s CPU ($(awk -v s="$s" 'BEGIN{printf "%.0f", s*1e9/1e6}') ns/packet)"
   awk -v a="$s" -v b="$w" 'BEGIN{ if (b > 0) printf "ratio softflowd/weir:        %.1fx\n", a/b }'
 else

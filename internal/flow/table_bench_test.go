@@ -91,12 +91,12 @@ func BenchmarkUpdate(b *testing.B) {
 				tb := prefilled(b, fl.n, pkts)
 				mask := len(pkts) - 1
 				b.ReportAllocs()
-				b.ReportMetric(float64(SlotSize()), "B/slot")
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					tb.Update(&pkts[i&mask])
 				}
 				b.StopTimer()
+				b.ReportMetric(float64(SlotSize()), "B/slot") // after the loop: ResetTimer clears metrics
 				b.ReportMetric(float64(tb.MemoryBytes())/float64(fl.n), "B/flow")
 				if tb.Stats().FlowsCreated != uint64(fl.n) {
 					b.Fatal("timed loop created flows")
@@ -115,7 +115,6 @@ func BenchmarkUpdateBatch(b *testing.B) {
 				const batch = 256
 				nb := len(pkts) / batch
 				b.ReportAllocs()
-				b.ReportMetric(float64(SlotSize()), "B/slot")
 				b.ResetTimer()
 				// b.N packets, in batches of 64 (one op = one packet).
 				for done, j := 0, 0; done < b.N; j++ {
@@ -190,3 +189,28 @@ func BenchmarkExpire(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMemoryLatency is not weir's: it measures this machine, for
+// reading the Update numbers. One op is one dependent load (a pointer
+// chase through a random cycle) in an array of the given size: about the
+// cost of one cache miss on a table slot of that footprint.
+func BenchmarkMemoryLatency(b *testing.B) {
+	for _, size := range []int{1 << 20, 2 << 20, 4 << 20, 128 << 20} {
+		b.Run(fmt.Sprintf("size=%dMiB", size>>20), func(b *testing.B) {
+			n := size / 64 // one cache line per hop
+			next := make([]uint32, n*16)
+			perm := rand.New(rand.NewPCG(1, 2)).Perm(n)
+			for i := range perm {
+				next[perm[i]*16] = uint32(perm[(i+1)%n] * 16)
+			}
+			b.ResetTimer()
+			j := uint32(0)
+			for i := 0; i < b.N; i++ {
+				j = next[j]
+			}
+			benchSink = j
+		})
+	}
+}
+
+var benchSink uint32
