@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -28,6 +29,9 @@ func tshark(t *testing.T, args ...string) []byte {
 	t.Helper()
 	bin, err := exec.LookPath("tshark")
 	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tshark not installed; run scripts/deps.sh (make test does): CI must not skip the independent cross-check")
+		}
 		t.Skip("tshark not installed; run scripts/deps.sh (make test does)")
 	}
 	cmd := exec.Command(bin, append([]string{"-n", "-r"}, args...)...)
