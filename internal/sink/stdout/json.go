@@ -29,6 +29,11 @@ func NewJSON(w io.Writer) *JSON {
 // timeLayout is RFC 3339 with nanoseconds, fixed width, always UTC.
 const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
+// appendTimeSlow is appendTime through the general formatter.
+func appendTimeSlow(b []byte, ns int64) []byte {
+	return time.Unix(0, ns).UTC().AppendFormat(b, timeLayout)
+}
+
 // Write encodes recs.
 func (j *JSON) Write(recs []flow.Record) error {
 	for i := range recs {
@@ -76,9 +81,9 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 	b = append(b, `,"rev_tcp_flags":`...)
 	b = strconv.AppendUint(b, uint64(r.RevTCPFlags), 10)
 	b = append(b, `,"start":"`...)
-	b = time.Unix(0, r.Start).UTC().AppendFormat(b, timeLayout)
+	b = appendTime(b, r.Start)
 	b = append(b, `","end":"`...)
-	b = time.Unix(0, r.End).UTC().AppendFormat(b, timeLayout)
+	b = appendTime(b, r.End)
 	b = append(b, `","end_reason":"`...)
 	b = append(b, r.EndReason.String()...)
 	b = append(b, `","iface":`...)
