@@ -20,6 +20,7 @@ fi
 declare -A pkg_for=(
   [tshark]=tshark          # independent cross-check of per-conversation counts
   [capinfos]=wireshark-common
+  [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
 )
 missing=()
 case "$profile" in
