@@ -40,15 +40,7 @@ func TestPcapRoundTrip(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "sample.pcap")
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openFile(t, "sample.pcap", buf.Bytes())
 	if r.Format() != FormatPcap {
 		t.Fatalf("format %v", r.Format())
 	}
@@ -120,15 +112,7 @@ func TestPcapngRoundTrip(t *testing.T) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "trace.v2.pcapng")
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openFile(t, "trace.v2.pcapng", buf.Bytes())
 	if r.DefaultIface != "trace.v2" {
 		t.Fatalf("DefaultIface %q, want %q", r.DefaultIface, "trace.v2")
 	}
@@ -287,4 +271,20 @@ func TestNextAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openFile writes b to a temporary file called name and opens it with Open
+// (so DefaultIface comes from the name); the reader closes with the test.
+func openFile(t *testing.T, name string, b []byte) *Reader {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
