@@ -97,6 +97,13 @@ type Record struct {
 	Iface       string // interface the flow was first seen on
 }
 
+// MaxIfaces bounds the names one Ifaces registry holds; names past the
+// bound are all recorded as OtherIface.
+const MaxIfaces = 65535
+
+// OtherIface names the interfaces registered after MaxIfaces-1 others.
+const OtherIface = "(other)"
+
 // Ifaces interns interface names to the small indexes carried in Packet.
 // It is not safe for concurrent use; register names before capture starts.
 type Ifaces struct {
@@ -111,6 +118,14 @@ func (f *Ifaces) Index(name string) uint16 {
 	}
 	if f.byName == nil {
 		f.byName = make(map[string]uint16)
+	}
+	if len(f.names) >= MaxIfaces-1 {
+		// Bounded: later names share one index, so a host whose
+		// interfaces churn for months cannot wrap the 16-bit index.
+		name = OtherIface
+		if i, ok := f.byName[name]; ok {
+			return i
+		}
 	}
 	i := uint16(len(f.names))
 	f.names = append(f.names, name)

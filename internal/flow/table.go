@@ -14,6 +14,7 @@ const (
 	DefaultIdleTimeout   = 15 * time.Second
 	DefaultActiveTimeout = 60 * time.Second
 	DefaultEndLinger     = 2 * time.Second
+	DefaultDedupWindow   = time.Second
 
 	// MaxMaxFlows bounds Config.MaxFlows so that slot indexes fit in 32 bits.
 	MaxMaxFlows = 1 << 30
@@ -39,6 +40,19 @@ type Config struct {
 	EndLinger time.Duration
 	// Ifaces names Packet.Iface indexes for Record.Iface; may be nil.
 	Ifaces *Ifaces
+	// DedupIfaces counts a packet once when several interfaces of the host
+	// see it (both ends of a veth, a bridge and its port, a packet routed in
+	// one interface and out another): each direction of a flow is counted
+	// only at the interface that first brought the table a packet in that
+	// direction, its owner; copies seen on other interfaces are counted in
+	// Stats.Duplicates and otherwise ignored. After the flow has been quiet
+	// for DedupWindow, a packet from another interface takes the direction
+	// over (a route change), so real traffic is never ignored for longer.
+	// Off for file replay, where each packet was captured once.
+	DedupIfaces bool
+	// DedupWindow is how long a direction's owner interface holds it after
+	// the flow's last packet. 0 means DefaultDedupWindow (1s).
+	DedupWindow time.Duration
 	// HashSeed seeds the key hash; 0 (the normal case) draws a random seed
 	// per table so hostile traffic cannot aim at one probe chain. Set it
 	// only for reproducible tests and benchmarks.
@@ -81,6 +95,10 @@ type Stats struct {
 	PortReuses uint64
 	// RoleFlips counts flows whose orientation a Role hint reversed.
 	RoleFlips uint64
+	// Duplicates counts packets ignored as copies of a packet already
+	// counted at another interface (Config.DedupIfaces). They are included
+	// in Packets and Bytes, which count what Update was given.
+	Duplicates uint64
 }
 
 // Table aggregates packets into bidirectional flows and emits Records when
@@ -138,6 +156,7 @@ type Table struct {
 	idle   int64
 	active int64 // 0: disabled
 	linger int64
+	dedup  int64 // DedupWindow in ns; 0: dedup off
 	ifaces *Ifaces
 	emitFn func(*Record)
 	rec    Record // reused for every emit: zero allocation
@@ -174,6 +193,9 @@ func NewTable(cfg Config, emit func(*Record)) (*Table, error) {
 	if cfg.EndLinger == 0 {
 		cfg.EndLinger = DefaultEndLinger
 	}
+	if cfg.DedupWindow <= 0 {
+		cfg.DedupWindow = DefaultDedupWindow
+	}
 	// Load factor ≤ 0.75, and at least one slot always empty so every probe
 	// loop terminates.
 	n := cfg.MaxFlows + cfg.MaxFlows/3 + 1
@@ -194,6 +216,9 @@ func NewTable(cfg Config, emit func(*Record)) (*Table, error) {
 		t.minTimeout = min(t.minTimeout, t.active)
 	}
 	t.due = math.MaxInt64
+	if cfg.DedupIfaces {
+		t.dedup = int64(cfg.DedupWindow)
+	}
 	t.setSeed(cfg.HashSeed)
 	return t, nil
 }
@@ -245,6 +270,13 @@ func (t *Table) apply(p *Packet, w *keyWords, dir uint8, h uint32) {
 
 // add counts p into the live flow s; dir is the canonical sender.
 func (t *Table) add(s *slot, p *Packet, dir uint8) {
+	if t.dedup != 0 && s.owner[dir] != p.Iface+1 {
+		if s.owner[dir] != 0 && p.Time-s.end < t.dedup {
+			t.stats.Duplicates++ // a copy: this direction is counted at its owner
+			return
+		}
+		s.owner[dir] = p.Iface + 1 // first packet this way, or the owner went quiet
+	}
 	if p.Role == RoleInitiator && s.state&stEnding != 0 {
 		// Port reuse: a new SYN for a closing connection starts a new flow.
 		t.stats.PortReuses++
@@ -309,6 +341,7 @@ func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
 // initSlot writes a fresh flow holding only p into s.
 func (t *Table) initSlot(s *slot, h uint32, w *keyWords, dir uint8, p *Packet) {
 	*s = slot{key: *w, tag: h, iface: p.Iface, start: p.Time, end: p.Time}
+	s.owner[dir] = p.Iface + 1
 	t.dueBy(p.Time + t.minTimeout)
 	s.pkts[dir] = 1
 	s.bytes[dir] = uint64(p.Length)

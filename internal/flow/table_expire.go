@@ -122,7 +122,33 @@ func (t *Table) report(s *slot, r EndReason) {
 // emit fills the reused Record from s in initiator orientation and hands it
 // to the callback.
 func (t *Table) emit(s *slot, r EndReason) {
-	rec := &t.rec
+	t.fill(s, &t.rec, r)
+	t.stats.Records[r]++
+	t.emitFn(&t.rec)
+}
+
+// Peek calls fn with the current record of every live flow (reason
+// ReasonNone; counters since the flow started or since its last active
+// report). The *Record is reused and only valid during the call; fn must
+// not call the Table. Peek changes nothing: it is for live views.
+func (t *Table) Peek(fn func(*Record)) {
+	var rec Record
+	for b, c := range t.blocks {
+		if c == 0 {
+			continue // an empty run of blockSlots slots
+		}
+		end := min(uint32(b+1)*blockSlots, t.n)
+		for i := uint32(b) * blockSlots; i < end; i++ {
+			if s := &t.slots[i]; s.tag != 0 && s.pkts[0]|s.pkts[1] != 0 {
+				t.fill(s, &rec, ReasonNone)
+				fn(&rec)
+			}
+		}
+	}
+}
+
+// fill writes s into rec in initiator orientation.
+func (t *Table) fill(s *slot, rec *Record, r EndReason) {
 	rec.Key = s.key.key()
 	ini := s.state & stInitHi // canonical index of the initiator's counters
 	if ini != 0 {
@@ -134,8 +160,6 @@ func (t *Table) emit(s *slot, r EndReason) {
 	rec.EndReason = r
 	rec.Start, rec.End = s.start, s.end
 	rec.Iface = t.ifaces.Name(s.iface)
-	t.stats.Records[r]++
-	t.emitFn(rec)
 }
 
 // histBuckets is the resolution of the last-seen histogram of evictStalest.

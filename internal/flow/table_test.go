@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
@@ -323,5 +324,21 @@ func TestCanonicalMatchesSrcLess(t *testing.T) {
 		if w.key() != want {
 			t.Fatalf("%+v: words %x", k, w)
 		}
+	}
+}
+
+// TestIfacesBounded: registering more names than fit in 16 bits maps the
+// rest to OtherIface instead of wrapping onto existing indexes.
+func TestIfacesBounded(t *testing.T) {
+	var f Ifaces
+	for i := range MaxIfaces + 10 {
+		f.Index(fmt.Sprintf("if%d", i))
+	}
+	if got := f.Name(f.Index("if0")); got != "if0" {
+		t.Fatalf("if0 → %q", got)
+	}
+	last := f.Index(fmt.Sprintf("if%d", MaxIfaces+5))
+	if f.Name(last) != OtherIface || int(last) != MaxIfaces-1 {
+		t.Fatalf("overflow name → index %d %q, want %d %q", last, f.Name(last), MaxIfaces-1, OtherIface)
 	}
 }
