@@ -68,8 +68,8 @@ func TestDedupTakeover(t *testing.T) {
 	tb, s := dedupTable(t, true)
 	w := int64(DefaultDedupWindow)
 	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, 0, 100, 0, 0), 0))
-	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, w-1, 100, 0, 0), 1)) // copy
-	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, 2*w, 100, 0, 0), 1)) // quiet since 0: b takes over
+	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, w-1, 100, 0, 0), 1))   // copy
+	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, 2*w, 100, 0, 0), 1))   // quiet since 0: b takes over
 	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, 2*w+1, 100, 0, 0), 0)) // now a copy
 	tb.Update(on(pk("10.0.0.1", 1, "10.0.0.2", 2, 17, 2*w+2, 100, 0, 0), 1))
 	tb.Flush(ReasonEOF)
