@@ -108,6 +108,11 @@ func (s *Source) setup(c Config, ifi *net.Interface) error {
 		return fmt.Errorf("afpacket: mmap ring: %w", err)
 	}
 	s.ring = ring
+	if len(c.Filter) > 0 {
+		if err := s.attachFilter(c.Filter); err != nil {
+			return err
+		}
+	}
 	sa := unix.SockaddrLinklayer{Protocol: htons(ethPAll), Ifindex: ifi.Index}
 	if err := unix.Bind(s.fd, &sa); err != nil {
 		return fmt.Errorf("afpacket: bind to %q (index %d): %w", c.Iface, ifi.Index, err)
@@ -125,6 +130,19 @@ func (s *Source) setup(c Config, ifi *net.Interface) error {
 		return fmt.Errorf("afpacket: eventfd: %w", err)
 	}
 	s.pfds = [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN | unix.POLLERR}, {Fd: int32(s.evfd), Events: unix.POLLIN}}
+	return nil
+}
+
+// attachFilter attaches prog with SO_ATTACH_FILTER; the kernel checks it.
+func (s *Source) attachFilter(prog []Instruction) error {
+	insns := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		insns[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fp := unix.SockFprog{Len: uint16(len(insns)), Filter: &insns[0]}
+	if err := unix.SetsockoptSockFprog(s.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fp); err != nil {
+		return fmt.Errorf("afpacket: attach filter of %d instructions: %w", len(insns), err)
+	}
 	return nil
 }
 

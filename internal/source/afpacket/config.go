@@ -58,7 +58,22 @@ type Config struct {
 	FrameSize int           // tp_frame_size hint (default 2048; multiple of 16, at least MinFrameSize, at most BlockSize)
 	Timeout   time.Duration // block retire timeout (default 50ms, millisecond granularity): how long a partly filled block waits before user space sees it
 	Fanout    *Fanout       // optional PACKET_FANOUT group
+	// Filter is a classic BPF program attached before the socket is bound,
+	// so the kernel drops unwanted frames before they reach the ring and
+	// no unfiltered frame is ever seen. Empty: every frame.
+	Filter []Instruction
 }
+
+// Instruction is one classic BPF instruction, laid out as the kernel's
+// struct sock_filter.
+type Instruction struct {
+	Op     uint16
+	Jt, Jf uint8
+	K      uint32
+}
+
+// MaxFilterLen is the kernel's limit on a classic BPF program (BPF_MAXINSNS).
+const MaxFilterLen = 4096
 
 // Fanout joins the socket to a PACKET_FANOUT group. All sockets of one
 // group (same Group id in one network namespace) must use the same Mode.
@@ -113,6 +128,9 @@ func (cfg Config) normalize(pageSize int) (Config, error) {
 		return c, fmt.Errorf("afpacket: FrameSize %d must be a multiple of 16 between %d and BlockSize %d", c.FrameSize, MinFrameSize, c.BlockSize)
 	case c.Timeout < time.Millisecond || c.Timeout > MaxTimeout:
 		return c, fmt.Errorf("afpacket: Timeout %v out of range 1ms..%v", c.Timeout, MaxTimeout)
+	}
+	if len(c.Filter) > MaxFilterLen {
+		return c, fmt.Errorf("afpacket: Filter has %d instructions, more than the kernel's %d", len(c.Filter), MaxFilterLen)
 	}
 	if c.Fanout != nil {
 		if m := c.Fanout.Mode; m < 0 || m&^fanoutFlags > FanoutQM {

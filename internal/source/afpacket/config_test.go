@@ -1,6 +1,7 @@
 package afpacket
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Iface: "eth0", BlockSize: 1 << 20, NumBlocks: 64, FrameSize: 2048, Timeout: 50 * time.Millisecond}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults: got %+v, want %+v", c, want)
 	}
 	// Explicit values are kept; Fanout is copied.
