@@ -404,3 +404,20 @@ func SlotSize() uintptr { return unsafe.Sizeof(slot{}) }
 // MemoryBytes returns the bytes preallocated for slots. Bytes per flow is
 // MemoryBytes()/Cap().
 func (t *Table) MemoryBytes() int { return len(t.slots) * int(SlotSize()) }
+
+// Add adds o's counters to s (to sum the shards of several workers).
+func (s *Stats) Add(o *Stats) {
+	s.Packets += o.Packets
+	s.Bytes += o.Bytes
+	s.FlowsCreated += o.FlowsCreated
+	for i := range s.Records {
+		s.Records[i] += o.Records[i]
+		s.Evicted[i] += o.Evicted[i]
+	}
+	s.FullPasses += o.FullPasses
+	s.EmptyDeltasSkipped += o.EmptyDeltasSkipped
+	s.WrapReports += o.WrapReports
+	s.PortReuses += o.PortReuses
+	s.RoleFlips += o.RoleFlips
+	s.Duplicates += o.Duplicates
+}
