@@ -10,6 +10,7 @@ package afpacket
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -141,3 +142,7 @@ func (cfg Config) normalize(pageSize int) (Config, error) {
 	}
 	return c, nil
 }
+
+// Validate returns cfg with the defaults filled in, or an error naming the
+// first invalid field, without opening anything.
+func (cfg Config) Validate() (Config, error) { return cfg.normalize(os.Getpagesize()) }

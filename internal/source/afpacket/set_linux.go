@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,8 @@ type Set struct {
 	cur    int // member being drained
 	closed bool
 	woken  atomic.Bool
+	wakeMu sync.Mutex // Wake and Close: no write to a closed (or reused) eventfd
+	gone   bool       // guarded by wakeMu: evfd is closed
 }
 
 // NewSet returns an empty Set.
@@ -95,8 +98,12 @@ func (s *Set) Wake() {
 	if s.woken.Swap(true) {
 		return // already pending: one write is enough
 	}
-	var one = [8]byte{1}
-	_, _ = unix.Write(s.evfd, one[:])
+	s.wakeMu.Lock()
+	defer s.wakeMu.Unlock()
+	if !s.gone {
+		var one = [8]byte{1}
+		_, _ = unix.Write(s.evfd, one[:])
+	}
 }
 
 // Next fills f with the next frame of any member and returns that member.
@@ -206,7 +213,10 @@ func (s *Set) Close() error {
 		errs = append(errs, m.Close())
 	}
 	s.srcs = nil
+	s.wakeMu.Lock()
+	s.gone = true
 	errs = append(errs, unix.Close(s.evfd))
+	s.wakeMu.Unlock()
 	return errors.Join(errs...)
 }
 
