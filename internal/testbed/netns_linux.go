@@ -23,7 +23,7 @@ import (
 const (
 	netnsDir     = "/run/netns"     // where "ip netns add" bind-mounts namespaces (/var/run is a symlink to /run)
 	ipTimeout    = 10 * time.Second // one ip command
-	setupTimeout = 30 * time.Second // whole NewPair setup, and whole cleanup
+	setupTimeout = 30 * time.Second // whole NewPair/NewNet setup, one AddHost, and whole cleanup
 	readyTimeout = 5 * time.Second  // links up and addresses usable
 	readyPoll    = 5 * time.Millisecond
 	execTimeout  = 30 * time.Second // Host.Exec when ctx has no deadline
@@ -35,6 +35,7 @@ var (
 	availOK   bool
 	availWhy  string
 	ipBin     string // path of the ip command, set by Available
+	bridgeBin string // path of iproute2's bridge command, set by Available if found
 	selfStart uint64 // this process's start time, clock ticks since boot
 )
 
@@ -50,9 +51,10 @@ func Available() (ok bool, why string) {
 
 func probe() (bool, string) {
 	var err error
-	if ipBin, err = findIP(); err != nil {
+	if ipBin, err = findTool("ip"); err != nil {
 		return false, err.Error()
 	}
+	bridgeBin, _ = findTool("bridge") // only Bridge Nets need it; NewNet says so
 	if err := checkCaps(); err != nil {
 		return false, err.Error()
 	}
@@ -75,18 +77,18 @@ func probe() (bool, string) {
 	return true, ""
 }
 
-// findIP locates iproute2's ip, also in the sbin directories that a
-// non-login PATH may lack.
-func findIP() (string, error) {
-	if p, err := exec.LookPath("ip"); err == nil {
+// findTool locates an iproute2 command (ip, bridge), also in the sbin
+// directories that a non-login PATH may lack.
+func findTool(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"} {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
+	for _, d := range []string{"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"} {
+		if fi, err := os.Stat(d + name); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return d + name, nil
 		}
 	}
-	return "", errors.New("the ip command (iproute2) was not found")
+	return "", fmt.Errorf("the %s command (iproute2) was not found", name)
 }
 
 // checkCaps reads the effective capability set from /proc/self/status.
@@ -391,7 +393,7 @@ func (st *pairState) destroy() error {
 // instead of reusing it.
 func (h *Host) Do(fn func() error) error {
 	if h == nil || h.path == "" {
-		return errors.New("testbed: Do on a host not made by NewPair")
+		return errors.New("testbed: Do on a host not made by NewPair or NewNet")
 	}
 	type result struct {
 		err      error
@@ -456,7 +458,7 @@ func setns(f *os.File) error {
 // combined output. If ctx has no deadline, a 30 s timeout applies.
 func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if ipBin == "" {
-		return nil, errors.New("testbed: Exec before Available/NewPair")
+		return nil, errors.New("testbed: Exec before Available/NewPair/NewNet")
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

@@ -254,6 +254,8 @@ func TestParseName(t *testing.T) {
 	}{
 		{"weirtb-123-456-7a", 123, 456, true},
 		{"weirtb-123-456-probe", 123, 456, true},
+		{"weirtb-123-456-8hub", 123, 456, true}, // Net hub
+		{"weirtb-123-456-8h63", 123, 456, true}, // Net host
 		{"weirtb-123-456", 0, 0, false},
 		{"weirtb-x-456-1a", 0, 0, false},
 		{"weirtb-0-456-1a", 0, 0, false},

@@ -28,3 +28,14 @@ func (h *Host) Do(fn func() error) error { return ErrUnsupported }
 func (h *Host) Exec(ctx context.Context, name string, args ...string) ([]byte, error) {
 	return nil, ErrUnsupported
 }
+
+// NewNet skips or fails the test as Skip does: there are no network
+// namespaces on this system.
+func NewNet(t testing.TB, kind HubKind, hosts int) *Net {
+	t.Helper()
+	Skip(t)
+	return nil
+}
+
+// AddHost returns ErrUnsupported: there are no network namespaces on this system.
+func (n *Net) AddHost(ctx context.Context) (*Host, error) { return nil, ErrUnsupported }
