@@ -1,0 +1,29 @@
+//go:build !linux
+
+package live
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink"
+)
+
+// ErrUnsupported is returned by New on systems without AF_PACKET.
+var ErrUnsupported = errors.New("live: live capture needs Linux")
+
+// Capture is unavailable on this system.
+type Capture struct{}
+
+// New returns ErrUnsupported.
+func New(cfg Config, out sink.Sink) (*Capture, error) { return nil, ErrUnsupported }
+
+// Run returns ErrUnsupported.
+func (c *Capture) Run(ctx context.Context) error { return ErrUnsupported }
+
+// Stats returns nothing.
+func (c *Capture) Stats() Stats { return Stats{} }
+
+// Top returns ErrUnsupported.
+func (c *Capture) Top(ctx context.Context, n int) ([]flow.Record, error) { return nil, ErrUnsupported }

@@ -1,0 +1,60 @@
+//go:build linux
+
+package live
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/netdev"
+	"github.com/weir-dev/weir/internal/sink"
+)
+
+// TestMetricsDocumented: every metric weir capture registers is in
+// docs/metrics.md with its type, and the page lists nothing else.
+func TestMetricsDocumented(t *testing.T) {
+	sel, err := netdev.ParseSelector([]string{"any"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sink.NewQueue("stdout", &collect{}, 1, 1)
+	defer q.Close()
+	c, err := New(Config{Select: sel, Table: flow.Config{MaxFlows: 16}}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewRegistry()
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q)} {
+		if err := reg.Register(col); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // name → type, from "| `name` | type |" rows
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_:]+)` \\| (counter|gauge) \\|").FindAllStringSubmatch(string(doc), -1) {
+		rows[m[1]] = m[2]
+	}
+	for _, d := range reg.Descs() {
+		typ := map[metrics.Type]string{metrics.Counter: "counter", metrics.Gauge: "gauge"}[d.Type]
+		got, ok := rows[d.Name]
+		switch {
+		case !ok:
+			t.Errorf("%s (%s) is not documented in docs/metrics.md", d.Name, typ)
+		case got != typ:
+			t.Errorf("docs/metrics.md says %s is a %s; it is a %s", d.Name, got, typ)
+		}
+		delete(rows, d.Name)
+	}
+	for name := range rows {
+		if strings.HasPrefix(name, "weir_") || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			t.Errorf("docs/metrics.md documents %s, which weir does not register", name)
+		}
+	}
+}
