@@ -9,10 +9,20 @@ BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: run test bench fuzz build sample deps-run deps-test clean
 
-## run: weir's main job — replay the generated sample capture and show the top flows
-run: deps-run build sample
+.PHONY: run replay test bench fuzz build sample deps-run deps-test clean
+
+# IFACE: the interface `make run` watches: the default route's, else every one.
+IFACE     ?= $(shell ip -o route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($$i == "dev") { print $$(i+1); exit }}')
+DURATION  ?= 0
+
+## run: weir's main job — watch the default-route interface live: top flows every 5s,
+##      metrics on 127.0.0.1:9464/metrics, counters at exit (Ctrl-C, or DURATION=1m)
+run: deps-run build
+	$(BIN) capture -i $(or $(IFACE),any) --top 15 --interval 5s --duration $(DURATION) --stats
+
+## replay: the file path — replay the generated sample capture and show the top flows
+replay: deps-run build sample
 	$(BIN) capture --read $(SAMPLE) --top 25 --stats
 
 ## test: the whole suite (installs tshark etc. first)

@@ -65,3 +65,13 @@ if command -v softflowd >/dev/null; then
 else
   echo "softflowd not installed (scripts/deps.sh bench installs it)"
 fi
+
+echo
+echo "== live capture: CPU per packet under a fixed load between test hosts (1M UDP datagrams of 64 bytes, 256 flows)"
+echo "   weir (bin/weir, --filter udp) and softflowd (Debian, same filter) capture the same veth at the same time"
+if [ "$(id -u)" = 0 ]; then
+  go test -run '^$' -bench 'BenchmarkLiveCapture' -benchtime 1x -count 3 -timeout 10m ./internal/live >"$out/live.txt"
+  go run ./internal/tools/benchsum "$out"/live.txt
+else
+  echo "skipped: needs root for the test hosts"
+fi

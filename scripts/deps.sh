@@ -2,8 +2,8 @@
 # Installs what weir's main job and test suite need, idempotently: safe to run
 # on every `make run` / `make test`. On a fresh Debian machine run it as root.
 #
-#   scripts/deps.sh run      # what `make run` needs: Go and its modules
-#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, capinfos)
+#   scripts/deps.sh run      # what `make run` needs: Go, its modules, iproute2
+#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump)
 #   scripts/deps.sh bench    # plus the peers benchmarks run side by side (softflowd)
 set -euo pipefail
 profile=${1:-test}
@@ -20,11 +20,13 @@ fi
 declare -A pkg_for=(
   [tshark]=tshark          # independent cross-check of per-conversation counts
   [capinfos]=wireshark-common
+  [dumpcap]=wireshark-common # independent live capture (libpcap) beside weir's
+  [tcpdump]=tcpdump        # libpcap's filter compiler: differential test of internal/bpf
   [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
 )
 missing=()
 case "$profile" in
-  run) pkg_for=() ;;
+  run) pkg_for=([ip]=iproute2) ;; # the default-route interface
   bench) pkg_for=([softflowd]=softflowd) ;;
   test) ;;
   *) log "unknown profile $profile (run, test, bench)"; exit 2 ;;

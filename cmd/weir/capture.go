@@ -21,7 +21,16 @@ import (
 	"github.com/weir-dev/weir/internal/source/synthetic"
 )
 
-const captureExamples = `  # Top 20 flows of a capture file (pcap or pcapng), by bytes
+const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127.0.0.1:9464/metrics
+  sudo weir capture -i eth0
+
+  # Every interface but loopback, two workers, only web traffic, JSON records
+  sudo weir capture -i any --workers 2 --filter 'tcp port 80 or tcp port 443' -o json
+
+  # Interfaces by pattern (picked up as they appear), for one minute
+  sudo weir capture -i '/^veth/' --duration 1m
+
+  # Top 20 flows of a capture file (pcap or pcapng), by bytes
   weir capture --read trace.pcapng
 
   # Every record as a JSON line (fields: docs/record.md), counters on stderr
@@ -39,15 +48,22 @@ type captureOpts struct {
 	top, maxFlows        int
 	idle, active, linger time.Duration
 	stats                bool
+	live                 liveOpts
 }
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
 	var o captureOpts
-	fs := newFlagSet("capture", "weir capture (--read FILE | --synthetic SPEC) [flags]",
+	fs := newFlagSet("capture", "weir capture (-i IFACE... | --read FILE | --synthetic SPEC) [flags]",
 		`Meter packets into bidirectional flow records. Each record counts both
 directions of a conversation (bytes are IP total lengths) and says why it was
 emitted: idle, active, end, full, eof or shutdown. On SIGINT/SIGTERM every
-flow in the table is flushed before weir exits.`, captureExamples)
+flow in the table is flushed before weir exits.
+
+Live capture (-i) reads AF_PACKET rings and needs root or CAP_NET_RAW (plus
+CAP_NET_ADMIN for the kernel filter). A packet seen on several captured
+interfaces (both ends of a veth, a bridge and its port, routed in and out) is
+counted once: each direction of a flow at the interface that saw it first.`, captureExamples)
+	o.live.flags(fs)
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
 	fs.StringVar(&o.read, "r", "", "short for --read")
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")
@@ -66,8 +82,14 @@ flow in the table is flushed before weir exits.`, captureExamples)
 		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
 		return exitUsage
 	}
-	if (o.read == "") == (o.synth == "") {
-		return fail("give exactly one input: --read FILE or --synthetic SPEC (see 'weir capture --help')")
+	inputs := 0
+	for _, set := range []bool{o.read != "", o.synth != "", len(o.live.ifaces) > 0} {
+		if set {
+			inputs++
+		}
+	}
+	if inputs != 1 {
+		return fail("give exactly one input: -i IFACE, --read FILE or --synthetic SPEC (see 'weir capture --help')")
 	}
 	if o.maxFlows < 1 {
 		return fail("--max-flows must be at least 1, got %d", o.maxFlows)
@@ -86,6 +108,13 @@ flow in the table is flushed before weir exits.`, captureExamples)
 		out = sink.Multi{}
 	default:
 		return fail("unknown --output %q: use table, json or none", o.output)
+	}
+
+	if len(o.live.ifaces) > 0 {
+		return runLive(&o, out, stdout_, stderr)
+	}
+	if o.live.set(fs) {
+		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
 
 	var src source.PacketSource

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/pipeline"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 )
@@ -22,6 +23,15 @@ func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
 		rate = float64(st.Frames) / secs / 1e6
 	}
 	fmt.Fprintf(w, "frames      %s read in %.3fs (%.2f M/s)\n", n(st.Frames), secs, rate)
+	printCounters(w, d, t, st.Records)
+	fmt.Fprintf(w, "memory      table %s for %s flows (%d B/slot, %.1f B/flow); max RSS %s\n",
+		stdout.Bytes(uint64(p.TableMemory())), n(uint64(p.TableCap())), flow.SlotSize(),
+		float64(p.TableMemory())/float64(p.TableCap()), stdout.Bytes(maxRSS()))
+}
+
+// printCounters writes the decoder's and the table's counters.
+func printCounters(w io.Writer, d *packet.Stats, t *flow.Stats, records uint64) {
+	n := stdout.Count
 	fmt.Fprintf(w, "decoded     %s (ipv4 %s, ipv6 %s); ip length from frame %s\n",
 		n(d.Decoded), n(d.IPv4), n(d.IPv6), n(d.IPLengthFromFrame))
 	fmt.Fprintf(w, "errors      %s%s\n", n(d.TotalErrors()), pairs(d.EachError))
@@ -31,12 +41,9 @@ func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
 		n(f.First), n(f.Attributed), n(f.Unattributed), n(f.Evicted))
 	fmt.Fprintf(w, "table       %s packets, %s; %s flows created; %s port reuses; %s orientation flips\n",
 		n(t.Packets), stdout.Bytes(t.Bytes), n(t.FlowsCreated), n(t.PortReuses), n(t.RoleFlips))
-	fmt.Fprintf(w, "records     %s%s\n", n(st.Records), reasons(&t.Records))
+	fmt.Fprintf(w, "records     %s%s\n", n(records), reasons(&t.Records))
 	fmt.Fprintf(w, "evicted     %s%s; %s full-table passes; %s empty deltas skipped; %s counter-wrap reports\n",
 		n(sum(&t.Evicted)), reasons(&t.Evicted), n(t.FullPasses), n(t.EmptyDeltasSkipped), n(t.WrapReports))
-	fmt.Fprintf(w, "memory      table %s for %s flows (%d B/slot, %.1f B/flow); max RSS %s\n",
-		stdout.Bytes(uint64(p.TableMemory())), n(uint64(p.TableCap())), flow.SlotSize(),
-		float64(p.TableMemory())/float64(p.TableCap()), stdout.Bytes(maxRSS()))
 }
 
 func pairs(each func(func(string, uint64))) string {

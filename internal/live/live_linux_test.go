@@ -149,8 +149,10 @@ func byDstPort(recs []flow.Record, proto uint8, src, dst netip.Addr) map[uint16]
 	return m
 }
 
-// ringCfg is a small ring (8 × 256 KiB per socket).
-var ringCfg = afpacket.Config{BlockSize: 256 << 10, NumBlocks: 8}
+// ringCfg is the default ring (64 × 256 KiB per socket): TCP over veth
+// moves 64 KiB GSO frames, and a loaded CI machine can leave a worker
+// unscheduled for a while; a smaller ring dropped packets there.
+var ringCfg = afpacket.Config{BlockSize: 256 << 10, NumBlocks: 64}
 
 // udpFlows sends n flows from a to b (flow i: port base+i, i%5+1
 // datagrams of 20+i%300 bytes) and returns the expected packets and IP

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,7 +40,7 @@ func dumpcap(t *testing.T, h *testbed.Host) (stop func() string) {
 	t.Helper()
 	bin := need(t, "dumpcap", "wireshark-common")
 	file := filepath.Join(t.TempDir(), "witness.pcap")
-	cmd := exec.Command("ip", "netns", "exec", h.Name, bin, "-q", "-i", h.Iface, "-P", "-w", file, "-f", "tcp")
+	cmd := exec.Command("ip", "netns", "exec", h.Name, bin, "-q", "-i", h.Iface, "-B", "32", "-P", "-w", file, "-f", "tcp")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -141,10 +142,23 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // past the 100ms end linger: flows end as "end"
 			file := stopWitness()
 			recs := r.stop()
+			for _, f := range r.c.Stats().Ifaces {
+				if f.Kernel.Drops != 0 {
+					t.Fatalf("the kernel dropped %d packets for weir's ring on %s: counts cannot match", f.Kernel.Drops, f.Name)
+				}
+			}
 			want := tsharkCounts(t, file, ports)
 			got := byDstPort(recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))
 			if len(want) != conns || len(got) != conns {
-				t.Fatalf("tshark saw %d connections, weir %d; want %d", len(want), len(got), conns)
+				var missing []uint16
+				for p := range ports {
+					if want[p] == nil {
+						missing = append(missing, p)
+					}
+				}
+				slices.Sort(missing)
+				t.Logf("weir: %+v", r.c.Stats().Ifaces)
+				t.Fatalf("tshark saw %d connections, weir %d; want %d (tshark lacks %v)", len(want), len(got), conns, missing)
 			}
 			bad := 0
 			for port, w := range want {

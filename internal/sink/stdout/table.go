@@ -233,3 +233,25 @@ func Count(n uint64) string {
 	}
 	return b.String()
 }
+
+// WriteFlows prints recs as an aligned table under a title line: the live
+// view of a running capture (flows still in the table: REASON is "none").
+func WriteFlows(w io.Writer, title string, recs []flow.Record) error {
+	if _, err := fmt.Fprintln(w, title); err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		_, err := fmt.Fprintln(w, "(no live flows)")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, columns)
+	for i := range recs {
+		writeRow(tw, &recs[i], "")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}

@@ -74,3 +74,23 @@ func TestFormatters(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFlows: the live view prints the title, a header and one row per
+// flow in the order given; an empty view says so.
+func TestWriteFlows(t *testing.T) {
+	a := rec("10.0.0.1", "10.0.0.2", 40000, 443, flow.ProtoTCP)
+	b := rec("10.0.0.3", "10.0.0.4", 5000, 53, flow.ProtoUDP)
+	var buf bytes.Buffer
+	if err := WriteFlows(&buf, "now: 2 flows", []flow.Record{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) != 4 || lines[0] != "now: 2 flows" || !strings.HasPrefix(lines[1], "PROTO") ||
+		!strings.Contains(lines[2], "10.0.0.1:40000") || !strings.Contains(lines[3], "10.0.0.3:5000") {
+		t.Fatalf("live view:\n%s", buf.String())
+	}
+	buf.Reset()
+	if err := WriteFlows(&buf, "empty", nil); err != nil || buf.String() != "empty\n(no live flows)\n" {
+		t.Fatalf("empty view %q (%v)", buf.String(), err)
+	}
+}

@@ -16,8 +16,11 @@ import (
 
 // Defaults and limits of Config.
 const (
-	DefaultBlockSize = 1 << 20               // 1 MiB ring blocks
-	DefaultNumBlocks = 64                    // 64 MiB ring
+	// 256 KiB blocks (order-6 pages): setting up a ring of 1 MiB blocks
+	// made the kernel compact memory, 0.22 s of CPU for 64 MiB against
+	// 0.01 s for 16 MiB of 256 KiB blocks (measured on the dev VM).
+	DefaultBlockSize = 256 << 10
+	DefaultNumBlocks = 64                    // 16 MiB ring per socket
 	DefaultFrameSize = 2048                  // tp_frame_size hint
 	DefaultTimeout   = 50 * time.Millisecond // block retire timeout
 

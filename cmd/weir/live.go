@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/weir-dev/weir/internal/bpf"
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/live"
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/netdev"
+	"github.com/weir-dev/weir/internal/sink"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/source/afpacket"
+)
+
+// liveOpts are the flags of live capture.
+type liveOpts struct {
+	ifaces        listFlag
+	workers       int
+	filter        string
+	blockSize     sizeFlag
+	blocks        int
+	metricsAddr   string
+	metricsPublic bool
+	interval      time.Duration
+	duration      time.Duration
+	queueDepth    int
+	cpuProfile    string
+}
+
+func (l *liveOpts) flags(fs *flag.FlagSet) {
+	l.blockSize = afpacket.DefaultBlockSize
+	fs.Var(&l.ifaces, "interface", "capture live on `iface`: a name, a comma-separated list, 'any' (every up interface but loopback) or /regex/; repeatable")
+	fs.Var(&l.ifaces, "i", "short for --interface")
+	fs.IntVar(&l.workers, "workers", 1, "live capture goroutines, each with its own ring per interface (PACKET_FANOUT by flow hash) and its own flow table shard")
+	fs.StringVar(&l.filter, "filter", "", "tcpdump-syntax `expression` run in the kernel before the ring (for example 'tcp port 443 or udp')")
+	fs.Var(&l.blockSize, "ring-block-size", "ring block `size` per socket (power of two: 256KiB, 1MiB, 4MiB)")
+	fs.IntVar(&l.blocks, "ring-blocks", afpacket.DefaultNumBlocks, "ring blocks per socket (ring memory per interface = workers × blocks × block size)")
+	fs.StringVar(&l.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve Prometheus metrics at `host:port`/metrics ('off' disables); loopback only unless --metrics-public")
+	fs.BoolVar(&l.metricsPublic, "metrics-public", false, "allow --metrics-addr to be a non-loopback address")
+	fs.DurationVar(&l.interval, "interval", 5*time.Second, "with --output=table: print the top live flows this often (0: only at exit)")
+	fs.DurationVar(&l.duration, "duration", 0, "stop live capture after this long, as on SIGTERM (0: run until interrupted)")
+	fs.StringVar(&l.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the capture to `file` (for go tool pprof)")
+	fs.IntVar(&l.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
+}
+
+// set reports whether any live-only flag was given.
+func (l *liveOpts) set(fs *flag.FlagSet) bool {
+	any := false
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "metrics-addr", "metrics-public", "interval", "duration", "queue-depth":
+			any = true
+		}
+	})
+	return any
+}
+
+// listFlag collects repeated flag values.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
+type sizeFlag int
+
+func (s *sizeFlag) String() string { return stdout.Bytes(uint64(*s)) }
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	*s = sizeFlag(n)
+	return err
+}
+
+func parseSize(v string) (int, error) {
+	mult := 1
+	num := v
+	for _, u := range []struct {
+		suf string
+		m   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if strings.HasSuffix(v, u.suf) {
+			num, mult = strings.TrimSuffix(v, u.suf), u.m
+			break
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || n > 1<<30/mult {
+		return 0, fmt.Errorf("%q is not a size (examples: 65536, 256KiB, 1MiB)", v)
+	}
+	return n * mult, nil
+}
+
+// filterCache compiles the filter once per link type.
+type filterCache struct {
+	expr string
+	mu   sync.Mutex
+	prog map[bpf.LinkType][]afpacket.Instruction
+}
+
+func (f *filterCache) forLink(l netdev.Link) ([]afpacket.Instruction, error) {
+	lt := bpf.LinkEthernet
+	switch l.Type {
+	case 65534, 519: // ARPHRD_NONE (tun, wireguard), ARPHRD_RAWIP: frames start at the IP header
+		lt = bpf.LinkRaw
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.prog[lt]; ok {
+		return p, nil
+	}
+	insns, err := bpf.Compile(f.expr, lt, 0)
+	if err != nil {
+		return nil, err
+	}
+	prog := make([]afpacket.Instruction, len(insns))
+	for i, in := range insns {
+		prog[i] = afpacket.Instruction{Op: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	f.prog[lt] = prog
+	return prog, nil
+}
+
+// runLive runs live capture until a signal or --duration.
+func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
+	l := &o.live
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
+		return exitUsage
+	}
+	sel, err := netdev.ParseSelector(l.ifaces)
+	if err != nil {
+		return fail("-i: %v", err)
+	}
+	if l.workers < 1 || l.workers > live.MaxWorkers {
+		return fail("--workers must be 1..%d, got %d", live.MaxWorkers, l.workers)
+	}
+	if l.duration < 0 || l.interval < 0 || l.queueDepth < 1 {
+		return fail("--duration and --interval must not be negative, --queue-depth at least 1")
+	}
+	cfg := live.Config{
+		Select:  sel,
+		Workers: l.workers,
+		Ring:    afpacket.Config{BlockSize: int(l.blockSize), NumBlocks: l.blocks},
+		Table:   flow.Config{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger},
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
+		},
+		Ready: func(names []string) {
+			fmt.Fprintf(stderr, "weir capture: listening on %d interfaces (%s) matching %s, %d workers\n",
+				len(names), strings.Join(names, ", "), sel, l.workers)
+		},
+	}
+	if l.filter != "" {
+		fc := &filterCache{expr: l.filter, prog: map[bpf.LinkType][]afpacket.Instruction{}}
+		if _, err := bpf.Compile(l.filter, bpf.LinkEthernet, 0); err != nil {
+			return fail("--filter: %v", err)
+		}
+		cfg.Filter = fc.forLink
+	}
+	if _, err := (afpacket.Config{Iface: "x", BlockSize: int(l.blockSize), NumBlocks: l.blocks}).Validate(); err != nil {
+		return fail("%v", err)
+	}
+
+	q := sink.NewQueue(o.output, out, l.queueDepth, 1024)
+	c, err := live.New(cfg, q)
+	if err != nil {
+		q.Close()
+		return fail("%v", err)
+	}
+	var srv *metrics.Server
+	if l.metricsAddr != "off" {
+		reg := metrics.NewRegistry()
+		for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q)} {
+			if err := reg.Register(col); err != nil {
+				q.Close()
+				return fail("metrics: %v", err)
+			}
+		}
+		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
+		if err != nil {
+			q.Close()
+			return fail("--metrics-addr: %v", err)
+		}
+		srv = metrics.Serve(ln, reg)
+		defer srv.Close()
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if l.duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, l.duration)
+		defer cancel()
+	}
+	var views sync.WaitGroup
+	if o.output == "table" && l.interval > 0 {
+		views.Add(1)
+		go func() { defer views.Done(); liveViews(ctx, c, o.top, l.interval, stdout_) }()
+	}
+	if l.cpuProfile != "" {
+		f, err := os.Create(l.cpuProfile)
+		if err != nil {
+			return fail("--cpuprofile: %v", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail("--cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	runErr := c.Run(ctx)
+	cancel()
+	views.Wait()
+	closeErr := q.Close()
+	st := c.Stats()
+	if o.stats {
+		printLiveStats(stderr, &st, q.Stats())
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "weir capture: %v\n", runErr)
+		if errors.Is(runErr, syscall.EPERM) || errors.Is(runErr, syscall.EACCES) {
+			fmt.Fprintf(stderr, "weir capture: live capture needs root or the capabilities CAP_NET_RAW and CAP_NET_ADMIN:\n"+
+				"  run it with sudo, or once: sudo setcap cap_net_raw,cap_net_admin=eip %s\n", os.Args[0])
+		}
+		return exitFailure
+	}
+	if closeErr != nil {
+		fmt.Fprintf(stderr, "weir capture: %v\n", closeErr)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// liveViews prints the top live flows every interval until ctx ends.
+func liveViews(ctx context.Context, c *live.Capture, top int, every time.Duration, w io.Writer) {
+	if top <= 0 {
+		top = 20
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			tctx, cancel := context.WithTimeout(ctx, every)
+			recs, err := c.Top(tctx, top)
+			cancel()
+			if err != nil {
+				continue
+			}
+			st := c.Stats()
+			var pkts, drops uint64
+			open := 0
+			for _, f := range st.Ifaces {
+				pkts += f.Packets
+				drops += f.Kernel.Drops
+				if f.Open {
+					open++
+				}
+			}
+			title := fmt.Sprintf("%s  %s flows live on %d interfaces; %s packets, %s kernel drops since start",
+				now.UTC().Format(time.RFC3339), stdout.Count(uint64(st.Flows)), open, stdout.Count(pkts), stdout.Count(drops))
+			_ = stdout.WriteFlows(w, title, recs)
+		}
+	}
+}
+
+// printLiveStats prints a live capture's counters.
+func printLiveStats(w io.Writer, st *live.Stats, qs sink.QueueStats) {
+	n := stdout.Count
+	fmt.Fprintf(w, "interfaces  %d opened, %d released, %d failed to open\n", st.Opened, st.Released, st.OpenFails)
+	for _, f := range st.Ifaces {
+		fmt.Fprintf(w, "  %-15s %s packets, %s; kernel: %s received, %s dropped, %s ring freezes\n",
+			f.Name, n(f.Packets), stdout.Bytes(f.Bytes), n(f.Kernel.Packets), n(f.Kernel.Drops), n(f.Kernel.FreezeQueue))
+	}
+	printCounters(w, &st.Decoder, &st.Table, st.Records)
+	fmt.Fprintf(w, "duplicates  %s (copies of packets already counted at another interface)\n", n(st.Table.Duplicates))
+	fmt.Fprintf(w, "sink queue  %s records written, %s dropped\n", n(qs.Written), n(qs.Dropped))
+	fmt.Fprintf(w, "memory      %d workers, tables %s for %s flows; max RSS %s\n",
+		st.Workers, stdout.Bytes(uint64(st.TableMem)), n(uint64(st.TableCap)), stdout.Bytes(maxRSS()))
+}

@@ -1,0 +1,213 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/testbed"
+)
+
+// buildWeir builds the binary into a directory anyone may read and run.
+func buildWeir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "weir-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "weir")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestLiveSIGTERM: weir captures a test host's interface; traffic flows;
+// SIGTERM flushes the flows still live with reason shutdown and exact
+// counts, metrics are served on the host's loopback, and weir exits 0.
+func TestLiveSIGTERM(t *testing.T) {
+	pr := testbed.NewPair(t)
+	bin := buildWeir(t)
+	var stdout, stderr lockedBuffer
+	cmd := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "-i", pr.B.Iface, "-o", "json",
+		"--stats", "--filter", "udp", "--workers", "2")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "listening on 1 interfaces") {
+		if time.Now().After(deadline) {
+			t.Fatalf("weir did not start: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const n, size, port = 500, 300, 43210
+	for _, v6 := range []bool{false, true} {
+		if sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, v6, port, n, size); err != nil || sent != n || recv != n {
+			t.Fatalf("SendUDP: %d/%d: %v", sent, recv, err)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // one expiry tick: the workers publish their counters
+
+	body := scrape(t, pr.B)
+	vals, err := metrics.ParseText(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("metrics: %v\n%s", err, body)
+	}
+	iface := fmt.Sprintf("{iface=%q}", pr.B.Iface)
+	if got := vals["weir_capture_packets_total"+iface]; got != 2*n {
+		t.Errorf("weir_capture_packets_total%s = %v, want %d (only UDP passes the filter)", iface, got, 2*n)
+	}
+	if got := vals["weir_capture_workers"]; got != 2 {
+		t.Errorf("weir_capture_workers = %v, want 2", got)
+	}
+	if got := vals["weir_flow_active"]; got != 2 {
+		t.Errorf("weir_flow_active = %v, want 2", got)
+	}
+
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("weir exited with %v\n%s", err, stderr.String())
+	}
+	var recs []jsonRecord
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	for sc.Scan() {
+		var r jsonRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("record %q: %v", sc.Text(), err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2 (one UDP flow per family):\n%s", len(recs), stdout.String())
+	}
+	for _, r := range recs {
+		hdr := uint64(20)
+		if strings.Contains(r.SrcIP, ":") {
+			hdr = 40
+		}
+		if r.DstPort != port || r.Packets != n || r.Bytes != n*(hdr+8+size) || r.EndReason != "shutdown" || r.Iface == nil || *r.Iface != pr.B.Iface {
+			t.Errorf("record %+v: want %d packets, %d bytes to port %d, reason shutdown", r, n, n*(hdr+8+size), port)
+		}
+	}
+	if !strings.Contains(stderr.String(), "kernel: 1,000 received, 0 dropped") {
+		t.Errorf("--stats should show the kernel's counts for %s:\n%s", pr.B.Iface, stderr.String())
+	}
+}
+
+// scrape fetches /metrics from 127.0.0.1:9464 inside h's namespace. The
+// socket is made on the namespace's thread (an http.Client would dial from
+// another goroutine, in another namespace).
+func scrape(t *testing.T, h *testbed.Host) string {
+	t.Helper()
+	var body string
+	err := h.Do(func() error {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:9464", 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n"); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(c)
+		if err != nil {
+			return err
+		}
+		head, rest, ok := strings.Cut(string(b), "\r\n\r\n")
+		if !ok || !strings.HasPrefix(head, "HTTP/1.0 200") {
+			return fmt.Errorf("bad response: %q", head)
+		}
+		body = rest
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	return body
+}
+
+// TestLiveWithoutPrivilege: as an unprivileged user, weir explains what it
+// needs and exits 1.
+func TestLiveWithoutPrivilege(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run weir as another user")
+	}
+	bin := buildWeir(t)
+	cmd := exec.Command(bin, "capture", "-i", "lo", "--duration", "2s", "--metrics-addr", "off")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitFailure {
+		t.Fatalf("exit %v, want %d:\n%s", err, exitFailure, out)
+	}
+	for _, want := range []string{"operation not permitted", "needs root or the capabilities CAP_NET_RAW", "setcap"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestLiveUsageErrors: wrong live flags are usage errors (exit 2) that say
+// what is wrong, before anything is opened.
+func TestLiveUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-i", "lo", "--workers", "0"}, "--workers"},
+		{[]string{"-i", "lo", "--filter", "tcp prot 80"}, "--filter"},
+		{[]string{"-i", "/[/"}, "-i"},
+		{[]string{"-i", "lo", "--ring-block-size", "3000"}, "BlockSize"},
+		{[]string{"-i", "lo", "--metrics-addr", "0.0.0.0:9464"}, "--metrics-public"},
+		{[]string{"--read", "x.pcap", "--workers", "2"}, "need live capture"},
+		{[]string{"-i", "lo", "--read", "x.pcap"}, "exactly one input"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"capture"}, c.args...), &out, &errb); code != exitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d mentioning %q", c.args, code, errb.String(), exitUsage, c.want)
+		}
+	}
+}
