@@ -55,10 +55,11 @@ func TestDedupAny(t *testing.T) {
 	}
 }
 
-// TestNewInterface: a host joined to the hub while weir captures on any
-// brings a new hub port; weir opens it without a restart and counts the
-// new host's traffic exactly.
-func TestNewInterface(t *testing.T) {
+// TestInterfacesComeAndGo: a host joined to the hub while weir captures on
+// any brings a new hub port; weir opens it without a restart and counts the
+// new host's traffic exactly. When that port is deleted, weir releases it
+// and goes on capturing the others.
+func TestInterfacesComeAndGo(t *testing.T) {
 	n := testbed.NewNet(t, testbed.Router, 2)
 	r := startCapture(t, testConfig(t, n.Hub, "any"), 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -77,8 +78,25 @@ func TestNewInterface(t *testing.T) {
 		return false
 	}, func() string { return fmt.Sprintf("new hub port %s not opened: %+v", port, r.c.Stats().Ifaces) })
 	want := udpFlows(t, h, n.Hosts[0], false, 24000, 50)
+
+	if out, err := n.Hub.Exec(ctx, "ip", "link", "del", port); err != nil {
+		t.Fatalf("ip link del %s: %v: %s", port, err, out)
+	}
+	waitFor(t, 5*time.Second, func() bool {
+		for _, f := range r.c.Stats().Ifaces {
+			if f.Name == port {
+				return !f.Open
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("deleted port %s still open: %+v", port, r.c.Stats().Ifaces) })
+	want2 := udpFlows(t, n.Hosts[1], n.Hosts[0], false, 25000, 50)
 	recs := r.stop()
 	checkUDP(t, recs, h, n.Hosts[0], false, want)
+	checkUDP(t, recs, n.Hosts[1], n.Hosts[0], false, want2)
+	if st := r.c.Stats(); st.Opened != 3 || st.Released < 1 {
+		t.Errorf("opened %d released %d, want 3 opened and the deleted port released", st.Opened, st.Released)
+	}
 	// Rings are read a block at a time, so which copy the table sees
 	// first (in from the new host, or out to the old one) is not fixed.
 	for _, rec := range recs {
