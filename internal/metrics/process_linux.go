@@ -177,18 +177,7 @@ func (processCollector) Describe() []*Desc {
 
 // Collect reads and writes the process metrics.
 func (processCollector) Collect(w *Writer) {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		w.Sample(procCPU, float64(ru.Utime.Nano()+ru.Stime.Nano())/1e9)
-	} else {
-		w.fail(reasonCollectorRead)
-	}
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
-		w.Sample(procMaxFDs, float64(rl.Cur))
-	} else {
-		w.fail(reasonCollectorRead)
-	}
+	sampleRusage(w)
 	s := &procState
 	s.mu.Lock()
 	defer s.mu.Unlock()

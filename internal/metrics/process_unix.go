@@ -2,7 +2,6 @@
 
 package metrics
 
-import "golang.org/x/sys/unix"
 
 // processCollector reads what getrusage and getrlimit tell on Unix systems
 // without /proc.
@@ -19,17 +18,6 @@ func (processCollector) Describe() []*Desc { return []*Desc{procCPU, procMaxFDs,
 
 // Collect reads and writes the process metrics.
 func (processCollector) Collect(w *Writer) {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		w.Sample(procCPU, float64(ru.Utime.Nano()+ru.Stime.Nano())/1e9)
-	} else {
-		w.fail(reasonCollectorRead)
-	}
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil {
-		w.Sample(procMaxFDs, float64(rl.Cur))
-	} else {
-		w.fail(reasonCollectorRead)
-	}
+	sampleRusage(w)
 	w.Sample(procStart, unixSeconds(initTime))
 }
