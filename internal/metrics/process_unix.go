@@ -2,7 +2,6 @@
 
 package metrics
 
-
 // processCollector reads what getrusage and getrlimit tell on Unix systems
 // without /proc.
 type processCollector struct{}
