@@ -35,6 +35,7 @@ type jsonRecord struct {
 	End         string  `json:"end"`
 	EndReason   string  `json:"end_reason"`
 	Iface       *string `json:"iface"`
+	VLAN        uint16  `json:"vlan"`
 }
 
 // key returns the record's flow key (initiator orientation).
@@ -196,6 +197,9 @@ func TestGoldenScenario(t *testing.T) {
 				}
 				if (a.active > 0) != tr.ActiveRecords || a.n != a.active+1 {
 					t.Errorf("%s: %d records, %d active; scenario expects active records: %v", name, a.n, a.active, tr.ActiveRecords)
+				}
+				if a.VLAN != tr.VLAN {
+					t.Errorf("%s: vlan %d, want %d", name, a.VLAN, tr.VLAN)
 				}
 				if a.Iface == nil || *a.Iface != tr.Iface {
 					t.Errorf("%s: iface %v, want %q", name, a.Iface, tr.Iface)

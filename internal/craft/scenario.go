@@ -33,6 +33,7 @@ type Truth struct {
 	TCPFlags, RevTCPFlags uint8
 	EndReason             flow.EndReason
 	Iface                 string          // interface every frame of the flow was captured on
+	VLAN                  uint16          // outermost VLAN ID of the flow's frames, 0 if untagged
 	Link                  packet.LinkType // link type of that interface
 	First, Last           int64           // times of the flow's first and last frame, Unix ns
 	ActiveRecords         bool            // the flow spans more than ActiveTimeout: expect active records before the last one
@@ -281,6 +282,9 @@ func (g *gen) emit(c *conv, t int64, fwd bool, p *Packet, mtu int) int64 {
 		g.frames = append(g.frames, Frame{Data: f.Frame, WireLen: len(f.Frame), Time: at, Link: tr.Link, Iface: tr.Iface})
 		if c.n == 0 {
 			tr.First = at
+			if p.Link == packet.LinkEthernet && len(p.VLANs) > 0 {
+				tr.VLAN = p.VLANs[0] & 0x0fff
+			}
 		} else {
 			c.maxGap = max(c.maxGap, at-tr.Last)
 		}

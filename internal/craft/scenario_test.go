@@ -146,6 +146,9 @@ func TestScenarioTruth(t *testing.T) {
 		g := &got[i]
 		if g.Iface == "" {
 			g.Iface, g.Link, g.First = f.Iface, f.Link, f.Time
+			if et := be(f.Data[12:]); f.Link == packet.LinkEthernet && (et == 0x8100 || et == 0x88a8) {
+				g.VLAN = be(f.Data[14:]) & 0x0fff // the outermost tag's VLAN ID
+			}
 		} else if g.Iface != f.Iface {
 			t.Fatalf("frame %d: flow seen on %s and %s", n, g.Iface, f.Iface)
 		}

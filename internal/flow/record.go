@@ -51,6 +51,7 @@ type Packet struct {
 	TCPFlags uint8  // TCP flags byte (FIN=0x01 … CWR=0x80); 0 for other protocols
 	Role     Role   // what this packet says about who opened the flow
 	Iface    uint16 // interface index from an Ifaces registry
+	VLAN     uint16 // outermost 802.1Q VLAN ID (12 bits), 0 if untagged
 }
 
 // Role is the decoder's hint about which endpoint opened a flow. The table
@@ -92,6 +93,7 @@ type Record struct {
 	TCPFlags    uint8 // OR of flags sent by the initiator
 	RevTCPFlags uint8
 	EndReason   EndReason
+	VLAN        uint16 // outermost VLAN ID of the flow's first packet, 0 if untagged (not part of Key)
 	Start       int64  // first packet in this record, Unix ns
 	End         int64  // last packet in this record, Unix ns
 	Iface       string // interface the flow was first seen on

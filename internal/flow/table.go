@@ -340,7 +340,7 @@ func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
 
 // initSlot writes a fresh flow holding only p into s.
 func (t *Table) initSlot(s *slot, h uint32, w *keyWords, dir uint8, p *Packet) {
-	*s = slot{key: *w, tag: h, iface: p.Iface, start: p.Time, end: p.Time}
+	*s = slot{key: *w, tag: h, iface: p.Iface, vlan: p.VLAN, start: p.Time, end: p.Time}
 	s.owner[dir] = p.Iface + 1
 	t.dueBy(p.Time + t.minTimeout)
 	s.pkts[dir] = 1

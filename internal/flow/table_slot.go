@@ -90,6 +90,7 @@ type slot struct {
 	flags [2]uint8  // OR of TCP flags per canonical sender
 	state uint8     // st* bits
 	owner [2]uint16 // per canonical sender: Packet.Iface+1 that counts it (DedupIfaces), 0 = none yet
+	vlan  uint16    // Packet.VLAN of the flow's first packet
 	bytes [2]uint64 // per canonical sender
 	start int64     // first packet time of the current record (min)
 	end   int64     // last packet time of the current record (max); last seen

@@ -243,6 +243,21 @@ func TestIfaceOfFirstPacket(t *testing.T) {
 	}
 }
 
+// TestVLANOfFirstPacket: a record carries the VLAN of its flow's first
+// packet; VLAN is not part of the key.
+func TestVLANOfFirstPacket(t *testing.T) {
+	tb, s := newTable(t, Config{MaxFlows: 4})
+	p := pk("10.0.0.1", 1, "10.0.0.2", 2, ProtoUDP, 1, 10, 0, 0)
+	p.VLAN = 42
+	tb.Update(&p)
+	p.VLAN = 7
+	tb.Update(&p)
+	tb.Flush(ReasonEOF)
+	if r := one(t, s); r.VLAN != 42 || r.Packets != 2 {
+		t.Errorf("VLAN = %d Packets = %d, want 42, 2", r.VLAN, r.Packets)
+	}
+}
+
 // TestCounterWrap: a per-direction packet counter about to pass the limit
 // reports early (ReasonActive) instead of wrapping.
 func TestCounterWrap(t *testing.T) {

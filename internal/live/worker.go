@@ -192,6 +192,10 @@ func (w *worker) take(r *ring, f *source.Frame, pkts []flow.Packet) []flow.Packe
 	p.Time, p.Iface = f.Time, r.iface
 	if !w.dec.Decode(f.Link, f.Data, f.WireLen, p) {
 		pkts = pkts[:len(pkts)-1]
+	} else if tci, ok := r.src.LastVLAN(); ok {
+		// The kernel stripped the outer tag into the ring's auxiliary
+		// data; a tag the decoder found in the frame is an inner one.
+		p.VLAN = tci & 0x0fff
 	}
 	return pkts
 }

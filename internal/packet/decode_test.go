@@ -15,6 +15,9 @@ type okCase struct {
 	fromFrame bool // the IP length must come from the frame length
 }
 
+// tagged is p with the outermost VLAN ID the decoder must report.
+func tagged(p flow.Packet, vlan uint16) flow.Packet { p.VLAN = vlan; return p }
+
 func (c *okCase) wireLen() int {
 	switch c.wire {
 	case 0:
@@ -58,7 +61,7 @@ func okCases() []okCase {
 		{name: "sll-ipv4-tcp", f: newFrame(LinkSLL).sll(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(1, 2, 0x11).done(),
 			want: pk(key(a4, b4, 6, 1, 2), 40, 0x11, unk)},
 		{name: "sll-vlan-ipv4-udp", f: newFrame(LinkSLL).sll(0x8100).vlan(7, 0x0800).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).done(),
-			want: pk(key(a4, b4, 17, 1, 2), 28, 0, unk)},
+			want: tagged(pk(key(a4, b4, 17, 1, 2), 28, 0, unk), 7)},
 		{name: "sll2-ipv4-tcp", f: newFrame(LinkSLL2).sll2(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(1, 2, 0x02).payload(8).done(),
 			want: pk(key(a4, b4, 6, 1, 2), 48, 0x02, ini)},
 		{name: "sll2-ipv6-tcp", f: newFrame(LinkSLL2).sll2(0x86dd).ipv6(a6, b6, 6).tcp(1, 2, 0x12).done(),
@@ -73,13 +76,15 @@ func okCases() []okCase {
 			want: pk(key(a6, b6, 17, 9, 10), 48, 0, unk)},
 		// VLAN tags.
 		{name: "vlan-ipv4-udp", f: eth().eth(0x8100).vlan(100, 0x0800).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).done(),
-			want: pk(key(a4, b4, 17, 1, 2), 28, 0, unk)},
+			want: tagged(pk(key(a4, b4, 17, 1, 2), 28, 0, unk), 100)},
+		{name: "vlan-pcp-dei", f: eth().eth(0x8100).vlan(7<<13|1<<12|100, 0x0800).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).done(),
+			want: tagged(pk(key(a4, b4, 17, 1, 2), 28, 0, unk), 100)},
 		{name: "qinq-88a8-ipv4-udp", f: eth().eth(0x88a8).vlan(10, 0x8100).vlan(20, 0x0800).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).done(),
-			want: pk(key(a4, b4, 17, 1, 2), 28, 0, unk)},
+			want: tagged(pk(key(a4, b4, 17, 1, 2), 28, 0, unk), 10)},
 		{name: "qinq-9100-ipv6-tcp", f: eth().eth(0x9100).vlan(10, 0x8100).vlan(20, 0x86dd).ipv6(a6, b6, 6).tcp(1, 2, 0x10).done(),
-			want: pk(key(a6, b6, 6, 1, 2), 60, 0x10, unk)},
+			want: tagged(pk(key(a6, b6, 6, 1, 2), 60, 0x10, unk), 10)},
 		{name: "vlan-8-tags", f: eth().eth(0x8100).vlans(8, 0x0800).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).done(),
-			want: pk(key(a4, b4, 17, 1, 2), 28, 0, unk)},
+			want: tagged(pk(key(a4, b4, 17, 1, 2), 28, 0, unk), 100)},
 		// IPv4 options.
 		{name: "ipv4-options-4", f: eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6, opts: []byte{1, 1, 1, 0}}).tcp(1, 2, 0x10).done(),
 			want: pk(key(a4, b4, 6, 1, 2), 24+20, 0x10, unk)},
@@ -180,7 +185,7 @@ func TestDecodeOK(t *testing.T) {
 	for _, c := range okCases() {
 		t.Run(c.name, func(t *testing.T) {
 			d := NewDecoder(Config{})
-			p := flow.Packet{Time: 5, Iface: 3, Key: flow.Key{SrcPort: 999, ICMPType: 7}, TCPFlags: 0xff, Role: resp}
+			p := flow.Packet{Time: 5, Iface: 3, Key: flow.Key{SrcPort: 999, ICMPType: 7}, TCPFlags: 0xff, Role: resp, VLAN: 4095}
 			if !d.Decode(c.f.link, c.f.b, c.wireLen(), &p) {
 				t.Fatalf("Decode = false; errors %v", d.Stats().Errors)
 			}

@@ -128,7 +128,7 @@ func (d *Decoder) fail(r Reason) bool {
 func (d *Decoder) Decode(link LinkType, data []byte, wireLen int, p *flow.Packet) bool {
 	d.stats.Frames++
 	p.Key = flow.Key{}
-	p.Length, p.TCPFlags, p.Role = 0, 0, flow.RoleUnknown
+	p.Length, p.TCPFlags, p.Role, p.VLAN = 0, 0, flow.RoleUnknown, 0
 	if wireLen > 0 && wireLen < len(data) {
 		wireLen = len(data) // a source bug; never let the frame be shorter than what we hold
 	}
@@ -181,7 +181,10 @@ func (d *Decoder) Decode(link LinkType, data []byte, wireLen int, p *flow.Packet
 			if len(data) < off+vlanTagLen {
 				return d.fail(ReasonTruncatedVLAN)
 			}
-			et = binary.BigEndian.Uint16(data[off+2:]) // skip the 2-byte TCI
+			if tags == 0 {
+				p.VLAN = binary.BigEndian.Uint16(data[off:]) & 0x0fff // outermost tag's VLAN ID
+			}
+			et = binary.BigEndian.Uint16(data[off+2:])
 			off += vlanTagLen
 		default:
 			d.nonIP(et)

@@ -88,6 +88,10 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 	b = append(b, r.EndReason.String()...)
 	b = append(b, `","iface":`...)
 	b = appendString(b, r.Iface)
+	if r.VLAN != 0 {
+		b = append(b, `,"vlan":`...)
+		b = strconv.AppendUint(b, uint64(r.VLAN), 10)
+	}
 	return append(b, '}')
 }
 

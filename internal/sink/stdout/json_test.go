@@ -31,6 +31,7 @@ func TestJSONContract(t *testing.T) {
 		rec("2001:db8::1", "2001:db8::2", 0, 0, flow.ProtoICMPv6),
 	}
 	recs[1].Key.ICMPType, recs[1].Key.ICMPCode = 128, 0
+	recs[1].VLAN = 100 // tagged: "vlan" appears; untagged (recs[0]): it does not
 	var buf bytes.Buffer
 	j := NewJSON(&buf)
 	if err := j.Write(recs); err != nil {
@@ -66,8 +67,8 @@ func TestJSONContract(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil {
 		t.Fatal(err)
 	}
-	if m["src_ip"] != "2001:db8::1" || m["icmp_type"] != 128.0 || m["icmp_code"] != 0.0 || m["proto"] != 58.0 {
-		t.Errorf("icmpv6 record: %v", m)
+	if m["src_ip"] != "2001:db8::1" || m["icmp_type"] != 128.0 || m["icmp_code"] != 0.0 || m["proto"] != 58.0 || m["vlan"] != 100.0 {
+		t.Errorf("icmpv6 record on VLAN 100: %v", m)
 	}
 	for _, k := range []string{"start", "end"} {
 		ts, err := time.Parse(time.RFC3339Nano, m[k].(string))
