@@ -43,7 +43,7 @@ type liveOpts struct {
 func (l *liveOpts) flags(fs *flag.FlagSet) {
 	l.blockSize = afpacket.DefaultBlockSize
 	fs.Var(&l.ifaces, "interface", "capture live on `iface`: a name, a comma-separated list, 'any' (every up interface but loopback) or /regex/; repeatable")
-	fs.Var(&l.ifaces, "i", "short for --interface")
+	fs.Var(&l.ifaces, "i", "short for --interface `iface`")
 	fs.IntVar(&l.workers, "workers", 1, "live capture goroutines, each with its own ring per interface (PACKET_FANOUT by flow hash) and its own flow table shard")
 	fs.StringVar(&l.filter, "filter", "", "tcpdump-syntax `expression` run in the kernel before the ring (for example 'tcp port 443 or udp')")
 	fs.Var(&l.blockSize, "ring-block-size", "ring block `size` per socket (power of two: 256KiB, 1MiB, 4MiB)")
