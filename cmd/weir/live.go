@@ -194,7 +194,7 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 			q.Close()
 			return fail("--metrics-addr: %v", err)
 		}
-		srv = metrics.Serve(ln, reg)
+		srv = metrics.Serve(ln, reg, metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler()})
 		defer srv.Close()
 	}
 

@@ -90,7 +90,7 @@ func TestLiveSIGTERM(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond) // one expiry tick: the workers publish their counters
 
-	body := scrape(t, pr.B)
+	body := scrape(t, pr.B, "/metrics")
 	vals, err := metrics.ParseText(strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("metrics: %v\n%s", err, body)
@@ -104,6 +104,18 @@ func TestLiveSIGTERM(t *testing.T) {
 	}
 	if got := vals["weir_flow_active"]; got != 2 {
 		t.Errorf("weir_flow_active = %v, want 2", got)
+	}
+	// The live flows endpoint (what weir query --live reads) has both.
+	var live []jsonRecord
+	for _, line := range strings.Split(strings.TrimSpace(scrape(t, pr.B, "/flows/live")), "\n") {
+		var r jsonRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("/flows/live line %q: %v", line, err)
+		}
+		live = append(live, r)
+	}
+	if len(live) != 2 || live[0].Packets != n || live[0].EndReason != "none" || live[0].DstPort != port {
+		t.Errorf("/flows/live: %+v, want the 2 UDP flows of %d packets, reason none", live, n)
 	}
 
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -136,10 +148,10 @@ func TestLiveSIGTERM(t *testing.T) {
 	}
 }
 
-// scrape fetches /metrics from 127.0.0.1:9464 inside h's namespace. The
+// scrape fetches path from 127.0.0.1:9464 inside h's namespace. The
 // socket is made on the namespace's thread (an http.Client would dial from
 // another goroutine, in another namespace).
-func scrape(t *testing.T, h *testbed.Host) string {
+func scrape(t *testing.T, h *testbed.Host, path string) string {
 	t.Helper()
 	var body string
 	err := h.Do(func() error {
@@ -149,7 +161,7 @@ func scrape(t *testing.T, h *testbed.Host) string {
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := io.WriteString(c, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.0\r\nHost: localhost\r\n\r\n"); err != nil {
 			return err
 		}
 		b, err := io.ReadAll(c)

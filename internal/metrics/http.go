@@ -139,13 +139,23 @@ type Server struct {
 	err  error // Serve's result, valid once done is closed
 }
 
+// Route is one more endpoint for Serve, such as a capture's live flows.
+type Route struct {
+	Pattern string // http.ServeMux pattern, e.g. "GET /flows/live"
+	Handler http.Handler
+}
+
 // Serve serves r on l in a new goroutine until Close: /metrics is the
-// registry, / a small page linking to it, anything else 404. The server
-// has timeouts, so a stalled client cannot hold a connection forever.
-func Serve(l net.Listener, r *Registry) *Server {
+// registry, / a small page linking to it, then any extra routes; anything
+// else 404. The server has timeouts, so a stalled client cannot hold a
+// connection forever.
+func Serve(l net.Listener, r *Registry, routes ...Route) *Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", r)
 	mux.HandleFunc("/{$}", index)
+	for _, rt := range routes {
+		mux.Handle(rt.Pattern, rt.Handler)
+	}
 	s := &Server{
 		srv: &http.Server{
 			Handler:           mux,

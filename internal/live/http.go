@@ -1,0 +1,37 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/weir-dev/weir/internal/sink/stdout"
+)
+
+// FlowsHandler serves the flows live in the tables now as JSON lines
+// (docs/record.md; end_reason "none"), largest first: what `weir query
+// --live` adds to the stored flows. It asks every worker, so it waits at
+// most 5 seconds.
+func (c *Capture) FlowsHandler() http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+		defer cancel()
+		recs, err := c.Top(ctx, math.MaxInt)
+		if err != nil {
+			http.Error(rw, "live flows: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/x-ndjson")
+		w := bufio.NewWriterSize(rw, 64<<10)
+		var b []byte
+		for i := range recs {
+			b = append(stdout.AppendJSON(b[:0], &recs[i]), '\n')
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+		}
+		_ = w.Flush()
+	})
+}
