@@ -3,3 +3,5 @@ module github.com/weir-dev/weir
 go 1.26.8
 
 require golang.org/x/sys v0.49.0
+
+require github.com/klauspost/compress v1.18.2 // indirect

@@ -192,6 +192,10 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
 		if err != nil {
 			q.Close()
+			if errors.Is(err, syscall.EADDRINUSE) {
+				fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
+				return exitFailure
+			}
 			return fail("--metrics-addr: %v", err)
 		}
 		srv = metrics.Serve(ln, reg, metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler()})

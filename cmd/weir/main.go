@@ -30,7 +30,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"capture", "turn packets into flow records (from a capture file or a synthetic source)", runCapture},
+		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
 		{"version", "print weir's version and build information", runVersion},
 	}
 }
@@ -77,6 +77,7 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Examples:
+  sudo weir capture -i eth0                    # watch an interface live: top flows every 5s
   weir capture --read trace.pcapng             # top flows of a capture file
   weir capture --read trace.pcap --output=json # one JSON record per flow (docs/record.md)
   weir capture --synthetic flows=10000,packets=1000000 --output=none --stats
