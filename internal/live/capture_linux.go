@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,7 +30,6 @@ type Capture struct {
 	kernel map[string]afpacket.Stats // counters of released sockets, by interface name
 
 	opened, released, openFails atomic.Uint64
-	groupBase                   uint16
 }
 
 // iface is one captured interface: one socket per worker.
@@ -50,8 +48,8 @@ func New(cfg Config, out sink.Sink) (*Capture, error) {
 		return nil, err
 	}
 	cp := &Capture{cfg: c, dead: make(chan *afpacket.Source, 64), open: map[int]*iface{},
-		kernel:    map[string]afpacket.Stats{},
-		groupBase: uint16(os.Getpid() * 131)}
+		kernel: map[string]afpacket.Stats{},
+	}
 	for i := range c.Workers {
 		w, err := newWorker(i, &cp.cfg, out, cp.dead)
 		if err != nil {
@@ -220,7 +218,14 @@ func (c *Capture) consider(l netdev.Link) error {
 		rc := c.cfg.Ring
 		rc.Iface, rc.Filter = l.Name, prog
 		if len(c.workers) > 1 {
-			rc.Fanout = &afpacket.Fanout{Group: c.groupBase + uint16(l.Index), Mode: afpacket.FanoutHash}
+			// The first socket lets the kernel pick an unused group id, so
+			// two captures on one interface never join each other's group;
+			// the others join that id.
+			rc.Fanout = &afpacket.Fanout{Mode: afpacket.FanoutHash | afpacket.FanoutFlagUniqueID}
+			if i > 0 {
+				g, _ := srcs[0].FanoutGroup()
+				rc.Fanout = &afpacket.Fanout{Group: g, Mode: afpacket.FanoutHash}
+			}
 		}
 		var s *afpacket.Source
 		err := c.cfg.Netns(func() (err error) { s, err = afpacket.Open(rc); return err })

@@ -248,3 +248,22 @@ func TestNamedInterfaceMissing(t *testing.T) {
 		t.Fatalf("Run: %v, want ErrNoInterface", err)
 	}
 }
+
+// TestTwoCapturesOneInterface: two captures with two workers each on the
+// same interface (as two weir processes would be) each see every flow:
+// their fanout groups are distinct (the kernel picks the ids), so they do
+// not split the traffic between them.
+func TestTwoCapturesOneInterface(t *testing.T) {
+	pr := testbed.NewPair(t)
+	var rs []*running
+	for range 2 {
+		cfg := testConfig(t, pr.B, pr.B.Iface)
+		cfg.Workers = 2
+		rs = append(rs, startCapture(t, cfg, 1))
+	}
+	want := udpFlows(t, pr.A, pr.B, false, 27000, 200)
+	for i, r := range rs {
+		recs := r.stop()
+		t.Run(fmt.Sprint("capture", i), func(t *testing.T) { checkUDP(t, recs, pr.A, pr.B, false, want) })
+	}
+}

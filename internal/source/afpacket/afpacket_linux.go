@@ -42,7 +42,14 @@ type Source struct {
 
 	statsMu sync.Mutex
 	stats   Stats // accumulated kernel counters
+
+	fanoutGroup uint16 // the fanout group joined (picked by the kernel for FanoutFlagUniqueID)
+	fanoutOK    bool
 }
+
+// FanoutGroup returns the id of the fanout group the socket joined, and
+// whether it joined one.
+func (s *Source) FanoutGroup() (uint16, bool) { return s.fanoutGroup, s.fanoutOK }
 
 const (
 	ethPAll    = 0x0003 // ETH_P_ALL
@@ -125,6 +132,13 @@ func (s *Source) setup(c Config, ifi *net.Interface) error {
 		if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT, arg); err != nil {
 			return fmt.Errorf("afpacket: PACKET_FANOUT group %d mode %#x: %w", f.Group, f.Mode, err)
 		}
+		// The kernel reports id | type<<16 | flags<<8: the group id the
+		// other members must join (the one it picked, for UniqueID).
+		v, err := unix.GetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_FANOUT)
+		if err != nil {
+			return fmt.Errorf("afpacket: read back PACKET_FANOUT: %w", err)
+		}
+		s.fanoutGroup, s.fanoutOK = uint16(v), true
 	}
 	if s.evfd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fmt.Errorf("afpacket: eventfd: %w", err)

@@ -35,5 +35,8 @@ func (s *Source) Link() packet.LinkType { return 0 }
 // Stats returns ErrUnsupported.
 func (s *Source) Stats() (Stats, error) { return Stats{}, ErrUnsupported }
 
+// FanoutGroup reports no group.
+func (s *Source) FanoutGroup() (uint16, bool) { return 0, false }
+
 // Close does nothing.
 func (s *Source) Close() error { return nil }

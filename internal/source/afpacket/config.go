@@ -45,11 +45,12 @@ const (
 // Fanout mode flags, OR-ed into Fanout.Mode.
 const (
 	FanoutFlagRollover       = 0x1000 // spill to another socket when the chosen one is full
+	FanoutFlagUniqueID       = 0x2000 // with Group 0: the kernel picks an unused group id (read it with Source.FanoutGroup); later members join by that id without this flag
 	FanoutFlagIgnoreOutgoing = 0x4000 // do not fan out outgoing packets
 	FanoutFlagDefrag         = 0x8000 // reassemble IP fragments before hashing
 )
 
-const fanoutFlags = FanoutFlagRollover | FanoutFlagIgnoreOutgoing | FanoutFlagDefrag
+const fanoutFlags = FanoutFlagRollover | FanoutFlagUniqueID | FanoutFlagIgnoreOutgoing | FanoutFlagDefrag
 
 // ErrUnsupported is returned by Open on systems without AF_PACKET.
 var ErrUnsupported = errors.New("afpacket: AF_PACKET is only available on Linux")
@@ -139,6 +140,9 @@ func (cfg Config) normalize(pageSize int) (Config, error) {
 	if c.Fanout != nil {
 		if m := c.Fanout.Mode; m < 0 || m&^fanoutFlags > FanoutQM {
 			return c, fmt.Errorf("afpacket: Fanout.Mode %#x: want FanoutHash..FanoutQM, optionally with FanoutFlag* bits", m)
+		}
+		if c.Fanout.Mode&FanoutFlagUniqueID != 0 && c.Fanout.Group != 0 {
+			return c, fmt.Errorf("afpacket: FanoutFlagUniqueID needs Fanout.Group 0 (the kernel picks it), got %d", c.Fanout.Group)
 		}
 		f := *c.Fanout // private copy: the caller may reuse its Fanout
 		c.Fanout = &f

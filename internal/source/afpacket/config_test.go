@@ -52,7 +52,8 @@ func TestConfigValidation(t *testing.T) {
 		{"timeout negative", Config{Iface: "x", Timeout: -time.Second}, "Timeout"},
 		{"timeout huge", Config{Iface: "x", Timeout: 2 * time.Hour}, "Timeout"},
 		{"fanout mode", Config{Iface: "x", Fanout: &Fanout{Mode: 6}}, "Fanout.Mode"},
-		{"fanout flag", Config{Iface: "x", Fanout: &Fanout{Mode: 0x2000}}, "Fanout.Mode"},
+		{"fanout flag", Config{Iface: "x", Fanout: &Fanout{Mode: 0x0800}}, "Fanout.Mode"},
+		{"unique id with a group", Config{Iface: "x", Fanout: &Fanout{Group: 7, Mode: FanoutFlagUniqueID}}, "Group 0"},
 		{"fanout negative", Config{Iface: "x", Fanout: &Fanout{Mode: -1}}, "Fanout.Mode"},
 	} {
 		_, err := tc.cfg.normalize(4096)
