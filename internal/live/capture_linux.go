@@ -25,9 +25,10 @@ type Capture struct {
 	dead    chan *afpacket.Source
 	watcher *netdev.Watcher // set by Run
 
-	mu     sync.Mutex
-	open   map[int]*iface            // by ifindex: interfaces being captured
-	kernel map[string]afpacket.Stats // counters of released sockets, by interface name
+	mu        sync.Mutex
+	open      map[int]*iface            // by ifindex: interfaces being captured
+	kernel    map[string]afpacket.Stats // final counters of released, closed sockets, by interface name
+	releasing []*afpacket.Source        // released sockets their workers may not have closed yet
 
 	opened, released, openFails atomic.Uint64
 }
@@ -263,27 +264,51 @@ func (c *Capture) dropIface(idx int, running bool) {
 		return
 	}
 	delete(c.open, idx)
-	var k afpacket.Stats
 	for i, s := range f.srcs {
-		if st, err := s.Stats(); err == nil {
-			k.Packets += st.Packets
-			k.Drops += st.Drops
-			k.FreezeQueue += st.FreezeQueue
-			k.Corrupt += st.Corrupt
-		}
 		if running {
+			// The worker closes it; its final kernel counters are read
+			// at Close, so they are folded in once it is closed.
+			c.releasing = append(c.releasing, s)
 			c.workers[i].send(ctlMsg{kind: ctlRemove, src: s})
 		} else {
 			_ = s.Close()
+			c.fold(s)
 		}
 	}
-	old := c.kernel[f.link.Name]
-	old.Packets += k.Packets
-	old.Drops += k.Drops
-	old.FreezeQueue += k.FreezeQueue
-	old.Corrupt += k.Corrupt
-	c.kernel[f.link.Name] = old
 	c.released.Add(1)
+}
+
+// fold adds the final counters of closed socket s to its interface's
+// released totals; mu is held.
+func (c *Capture) fold(s *afpacket.Source) {
+	if st, err := s.Stats(); err == nil {
+		k := c.kernel[s.Iface()]
+		addKernel(&k, &st)
+		c.kernel[s.Iface()] = k
+	}
+}
+
+// settle folds the released sockets their workers have closed by now and
+// returns the ones still closing; mu is held.
+func (c *Capture) settle() []*afpacket.Source {
+	keep := c.releasing[:0]
+	for _, s := range c.releasing {
+		if s.Closed() {
+			c.fold(s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	clear(c.releasing[len(keep):])
+	c.releasing = keep
+	return keep
+}
+
+func addKernel(dst, s *afpacket.Stats) {
+	dst.Packets += s.Packets
+	dst.Drops += s.Drops
+	dst.FreezeQueue += s.FreezeQueue
+	dst.Corrupt += s.Corrupt
 }
 
 // failed releases the interface of a socket that reported an error, and
@@ -374,19 +399,22 @@ func (c *Capture) Stats() Stats {
 		st.TableMem += w.table.MemoryBytes()
 	}
 	c.mu.Lock()
+	closing := c.settle()
 	for name, k := range c.kernel {
 		get(name).Kernel = k
 	}
+	add := func(src *afpacket.Source) {
+		if k, err := src.Stats(); err == nil {
+			addKernel(&get(src.Iface()).Kernel, &k)
+		}
+	}
+	for _, src := range closing {
+		add(src)
+	}
 	for _, f := range c.open {
-		s := get(f.link.Name)
-		s.Open = true
+		get(f.link.Name).Open = true
 		for _, src := range f.srcs {
-			if k, err := src.Stats(); err == nil {
-				s.Kernel.Packets += k.Packets
-				s.Kernel.Drops += k.Drops
-				s.Kernel.FreezeQueue += k.FreezeQueue
-				s.Kernel.Corrupt += k.Corrupt
-			}
+			add(src)
 		}
 	}
 	c.mu.Unlock()

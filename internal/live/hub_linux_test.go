@@ -94,8 +94,16 @@ func TestInterfacesComeAndGo(t *testing.T) {
 	recs := r.stop()
 	checkUDP(t, recs, h, n.Hosts[0], false, want)
 	checkUDP(t, recs, n.Hosts[1], n.Hosts[0], false, want2)
-	if st := r.c.Stats(); st.Opened != 3 || st.Released < 1 {
+	st := r.c.Stats()
+	if st.Opened != 3 || st.Released < 1 {
 		t.Errorf("opened %d released %d, want 3 opened and the deleted port released", st.Opened, st.Released)
+	}
+	// Released sockets keep their final kernel counters: for every
+	// interface, deleted or not, the kernel passed exactly what was read.
+	for _, f := range st.Ifaces {
+		if f.Kernel.Packets != f.Packets || f.Kernel.Drops != 0 || f.Packets == 0 {
+			t.Errorf("%s: read %d frames, kernel says %d passed and %d dropped (all: %+v)", f.Name, f.Packets, f.Kernel.Packets, f.Kernel.Drops, st.Ifaces)
+		}
 	}
 	// Rings are read a block at a time, so which copy the table sees
 	// first (in from the new host, or out to the old one) is not fixed.

@@ -43,6 +43,7 @@ type ring struct {
 	name  string
 	pkts  uint64
 	bytes uint64
+	dying int64 // Unix ns after which the ring is dropped (retire); 0 while alive
 }
 
 // worker owns a set of rings (its share of every interface), a decoder and
@@ -63,6 +64,8 @@ type worker struct {
 	dead   chan<- *afpacket.Source // sockets whose interface failed, for the manager
 	nrecs  uint64
 	errs   []error
+	// nextDeath is the earliest dying deadline of a retired ring, 0 if none.
+	nextDeath int64
 
 	mu   sync.Mutex // guards snap
 	snap workerSnap
@@ -160,8 +163,7 @@ func (w *worker) run(stop <-chan struct{}) error {
 		default:
 			var re *afpacket.RingError
 			if errors.As(err, &re) {
-				lastSrc = nil
-				w.drop(re.Source)
+				w.retire(re.Source)
 				select {
 				case w.dead <- re.Source:
 				default: // the manager also hears of it from netlink
@@ -171,7 +173,12 @@ func (w *worker) run(stop <-chan struct{}) error {
 			}
 		}
 		apply()
-		if now := time.Now().UnixNano(); now >= nextTick {
+		now := time.Now().UnixNano()
+		if w.nextDeath != 0 && now >= w.nextDeath {
+			lastSrc = nil // the cached ring may be dropped
+			w.reap(now)
+		}
+		if now >= nextTick {
 			w.table.Expire(now)
 			w.publish()
 			nextTick = now + tick
@@ -214,7 +221,7 @@ func (w *worker) control(stop <-chan struct{}) bool {
 				w.rings[m.src] = r
 				w.set.Add(m.src)
 			case ctlRemove:
-				w.drop(m.src)
+				w.retire(m.src)
 			case ctlPeek:
 				m.reply <- w.top(m.n)
 			}
@@ -256,6 +263,39 @@ func (w *worker) drain() {
 		}
 	}
 	w.table.UpdateBatch(pkts)
+}
+
+// retire schedules src to be dropped after a grace period in which its
+// ring is still read: frames the kernel put there before the interface
+// went away (some in a block it retires only after the block timeout)
+// are counted, not lost.
+func (w *worker) retire(src *afpacket.Source) {
+	r := w.rings[src]
+	if r == nil || r.dying != 0 {
+		return
+	}
+	timeout := w.cfg.Ring.Timeout
+	if timeout <= 0 {
+		timeout = afpacket.DefaultTimeout
+	}
+	r.dying = time.Now().UnixNano() + int64(3*timeout)
+	if w.nextDeath == 0 || r.dying < w.nextDeath {
+		w.nextDeath = r.dying
+	}
+}
+
+// reap drops the retired rings whose grace period has passed.
+func (w *worker) reap(now int64) {
+	w.nextDeath = 0
+	for src, r := range w.rings {
+		switch {
+		case r.dying == 0:
+		case now >= r.dying:
+			w.drop(src)
+		case w.nextDeath == 0 || r.dying < w.nextDeath:
+			w.nextDeath = r.dying
+		}
+	}
 }
 
 // drop closes src and keeps its counters in the snapshot.

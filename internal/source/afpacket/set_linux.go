@@ -220,5 +220,8 @@ func (s *Set) Close() error {
 	return errors.Join(errs...)
 }
 
+// Closed reports whether Close has been called.
+func (s *Source) Closed() bool { return s.closed.Load() }
+
 // Iface returns the name of the interface the source is bound to.
 func (s *Source) Iface() string { return s.iface }
