@@ -139,7 +139,13 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 				}
 				ports[uint16(base+i)] = true
 			}
-			time.Sleep(300 * time.Millisecond) // past the 100ms end linger: flows end as "end"
+			// Ended flows reach the sink while capture runs (within a tick
+			// or two of their 100ms end linger), not only at shutdown.
+			waitFor(t, 5*time.Second, func() bool {
+				r.out.mu.Lock()
+				defer r.out.mu.Unlock()
+				return len(byDstPort(r.out.recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))) == conns
+			}, func() string { return "the ended connections' records did not reach the sink before shutdown" })
 			file := stopWitness()
 			recs := r.stop()
 			for _, f := range r.c.Stats().Ifaces {

@@ -34,7 +34,9 @@ func appendTimeSlow(b []byte, ns int64) []byte {
 	return time.Unix(0, ns).UTC().AppendFormat(b, timeLayout)
 }
 
-// Write encodes recs.
+// Write encodes recs and flushes them, so a live capture's records reach a
+// pipe as their batch leaves the table (batches are large when traffic is,
+// so the flush costs one write per batch).
 func (j *JSON) Write(recs []flow.Record) error {
 	for i := range recs {
 		j.buf = AppendJSON(j.buf[:0], &recs[i])
@@ -43,7 +45,7 @@ func (j *JSON) Write(recs []flow.Record) error {
 			return err
 		}
 	}
-	return nil
+	return j.w.Flush()
 }
 
 // Close flushes buffered output.

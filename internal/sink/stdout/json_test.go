@@ -78,6 +78,19 @@ func TestJSONContract(t *testing.T) {
 	}
 }
 
+// TestJSONFlushesEachBatch: a batch is on the writer when Write returns,
+// not only at Close (live capture piped into another program).
+func TestJSONFlushesEachBatch(t *testing.T) {
+	var buf bytes.Buffer
+	j := NewJSON(&buf)
+	if err := j.Write([]flow.Record{rec("10.0.0.1", "10.0.0.2", 1, 2, flow.ProtoUDP)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Fatalf("%d lines written before Close, want 1", n)
+	}
+}
+
 func TestJSONEscapesInterfaceNames(t *testing.T) {
 	for name, want := range map[string]string{
 		`a"b`: `a"b`, `back\slash`: `back\slash`, "ctl\x00\x1f": "ctl\x00\x1f",
