@@ -4,4 +4,4 @@ go 1.26.8
 
 require golang.org/x/sys v0.49.0
 
-require github.com/klauspost/compress v1.18.2 // indirect
+require github.com/klauspost/compress v1.18.2

@@ -1,0 +1,326 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"slices"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// Stored column ids, in directory order.
+const (
+	cSrcAddr = iota
+	cDstAddr
+	cIPVersion
+	cSrcPort
+	cDstPort
+	cProto
+	cICMPType
+	cICMPCode
+	cPackets
+	cBytes
+	cRevPackets
+	cRevBytes
+	cTCPFlags
+	cRevTCPFlags
+	cEndReason
+	cVLAN
+	cStart
+	cEnd
+	numCols
+)
+
+// Block layout constants (see FORMAT in doc.go).
+const (
+	blockMagic   = "WBK1"
+	blockVersion = 1
+	fixedHeader  = 40
+	dirEntry     = 36
+	numBlooms    = 4
+	maxRows      = MaxBlockRows // decoder bound on rows per block (bounds decode memory)
+	compressMin  = 64           // streams shorter than this are stored raw
+	flagEndRel   = 1            // End stored as End-Start
+	compRaw      = 0
+	compZstd     = 1
+	bloomSrcAddr = 0
+	bloomDstAddr = 1
+	bloomSrcPort = 2
+	bloomDstPort = 3
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errCorruptBlock marks a block that fails a check; ReadBlock wraps it in
+// ErrCorrupt.
+var errCorruptBlock = errors.New("store: corrupt block")
+
+// colMeta is one column's directory entry.
+type colMeta struct {
+	enc, comp, flags    uint8
+	off, slen, rlen, ck uint32
+	min, max            uint64
+}
+
+// blockHeader is a parsed, checked block header.
+type blockHeader struct {
+	rows      int
+	minStart  int64
+	maxEnd    int64
+	blockLen  int
+	headerLen int
+	cols      [numCols]colMeta
+	blooms    [numBlooms]bloom
+}
+
+// blockEncoder turns a batch of records into one block; it is reused.
+type blockEncoder struct {
+	zenc    *zstd.Encoder
+	ie      intEncoder
+	at      addrTable
+	ps      portSet
+	blooms  [numBlooms]bloom
+	addrs   [][16]byte
+	u       []uint64
+	u16     []uint16
+	cv      [numCols][]uint64 // extracted integer columns
+	stream  []byte
+	alt     []byte
+	comp    []byte
+	payload []byte
+	cols    [numCols]colMeta
+}
+
+func newZstdEncoder(level zstd.EncoderLevel) (*zstd.Encoder, error) {
+	return zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(level),
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderCRC(false),              // the block has its own CRCs
+		zstd.WithAllLitEntropyCompression(true), // byte planes have no matches but skewed bytes
+		zstd.WithLowerEncoderMem(true))
+}
+
+// put compresses (when it helps) and appends one column stream.
+func (e *blockEncoder) put(id int, enc uint8, st []byte, lo, hi uint64, flags uint8) {
+	c := &e.cols[id]
+	*c = colMeta{enc: enc, flags: flags, rlen: uint32(len(st)), min: lo, max: hi}
+	data := st
+	if len(st) >= compressMin {
+		e.comp = e.zenc.EncodeAll(st, e.comp[:0])
+		if len(e.comp) < len(st) {
+			data, c.comp = e.comp, compZstd
+		}
+	}
+	c.off = uint32(len(e.payload)) // relative to payload; fixed up later
+	c.slen = uint32(len(data))
+	c.ck = crc32.Checksum(data, castagnoli)
+	e.payload = append(e.payload, data...)
+}
+
+func (e *blockEncoder) putInts(id int, signed, delta, dict bool) (lo, hi uint64) {
+	var enc uint8
+	e.stream, enc, lo, hi = e.ie.encodeInts(e.stream[:0], e.u, signed, delta, dict)
+	e.put(id, enc, e.stream, lo, hi, 0)
+	return lo, hi
+}
+
+// extract copies the integer fields into column slices in one pass over
+// the records (each record's cache lines are read once).
+func (e *blockEncoder) extract(recs []flow.Record) {
+	n := len(recs)
+	for _, id := range intCols {
+		e.cv[id] = slices.Grow(e.cv[id][:0], n)[:n]
+	}
+	ipv, pr, it, ic := e.cv[cIPVersion][:n], e.cv[cProto][:n], e.cv[cICMPType][:n], e.cv[cICMPCode][:n]
+	pk, by, rpk, rby := e.cv[cPackets][:n], e.cv[cBytes][:n], e.cv[cRevPackets][:n], e.cv[cRevBytes][:n]
+	fl, rfl, er, vl := e.cv[cTCPFlags][:n], e.cv[cRevTCPFlags][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n]
+	st := e.cv[cStart][:n]
+	for i := range recs {
+		r := &recs[i]
+		ipv[i], pr[i], it[i], ic[i] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
+		pk[i], by[i], rpk[i], rby[i] = r.Packets, r.Bytes, r.RevPackets, r.RevBytes
+		fl[i], rfl[i], er[i], vl[i] = uint64(r.TCPFlags), uint64(r.RevTCPFlags), uint64(r.EndReason), uint64(r.VLAN)
+		st[i] = uint64(r.Start)
+	}
+}
+
+// intCols are the columns extract fills.
+var intCols = [...]int{cIPVersion, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
+	cTCPFlags, cRevTCPFlags, cEndReason, cVLAN, cStart}
+
+// putCol encodes an extracted column.
+func (e *blockEncoder) putCol(id int, signed, delta, dict bool) (lo, hi uint64) {
+	var enc uint8
+	e.stream, enc, lo, hi = e.ie.encodeInts(e.stream[:0], e.cv[id], signed, delta, dict)
+	e.put(id, enc, e.stream, lo, hi, 0)
+	return lo, hi
+}
+
+func (e *blockEncoder) putAddr(id int, recs []flow.Record, src bool, bl *bloom) {
+	a := slices.Grow(e.addrs[:0], len(recs))[:len(recs)]
+	for i := range recs {
+		if src {
+			a[i] = recs[i].Key.SrcAddr
+		} else {
+			a[i] = recs[i].Key.DstAddr
+		}
+	}
+	e.addrs = a
+	var enc uint8
+	e.stream, enc = e.at.encodeAddrs(e.stream[:0], a)
+	e.put(id, enc, e.stream, 0, 0, 0)
+	bl.init(len(e.at.dict))
+	for i := range e.at.dict {
+		bl.add(addrKey(&e.at.dict[i]))
+	}
+}
+
+func (e *blockEncoder) putPort(id int, recs []flow.Record, src bool, bl *bloom) {
+	p := slices.Grow(e.u16[:0], len(recs))[:len(recs)]
+	u := slices.Grow(e.u[:0], len(recs))[:len(recs)]
+	for i := range recs {
+		if src {
+			p[i] = recs[i].Key.SrcPort
+		} else {
+			p[i] = recs[i].Key.DstPort
+		}
+		u[i] = uint64(p[i])
+	}
+	e.u16, e.u = p, u
+	e.putInts(id, false, false, true)
+	d := e.ps.collect(p)
+	bl.initPorts(len(d))
+	for _, x := range d {
+		bl.addPort(x)
+	}
+}
+
+// encode appends the block for recs to dst.
+func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHeader) {
+	e.payload = e.payload[:0]
+	e.putAddr(cSrcAddr, recs, true, &e.blooms[bloomSrcAddr])
+	e.putAddr(cDstAddr, recs, false, &e.blooms[bloomDstAddr])
+	e.extract(recs)
+	e.putCol(cIPVersion, false, false, false)
+	e.putPort(cSrcPort, recs, true, &e.blooms[bloomSrcPort])
+	e.putPort(cDstPort, recs, false, &e.blooms[bloomDstPort])
+	for _, id := range []int{cProto, cICMPType, cICMPCode, cTCPFlags, cRevTCPFlags, cEndReason} {
+		e.putCol(id, false, false, false)
+	}
+	for _, id := range []int{cPackets, cBytes, cRevPackets, cRevBytes, cVLAN} {
+		e.putCol(id, false, false, true)
+	}
+	minStart, _ := e.putCol(cStart, true, true, false)
+	e.putEnd(recs)
+	maxEnd := e.cols[cEnd].max
+
+	h := &blockHeader{rows: len(recs), minStart: int64(minStart), maxEnd: int64(maxEnd)}
+	if len(recs) == 0 {
+		h.minStart, h.maxEnd = 0, 0
+	}
+	hl := fixedHeader + numCols*dirEntry + 4
+	for i := range e.blooms {
+		hl += 8 + 8*len(e.blooms[i].words)
+	}
+	h.headerLen, h.blockLen = hl, hl+len(e.payload)
+	start := len(dst)
+	dst = append(dst, blockMagic...)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.blockLen))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.headerLen))
+	dst = append(dst, blockVersion, numCols, 0, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.rows))
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.minStart))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.maxEnd))
+	for i := range e.cols {
+		c := &e.cols[i]
+		c.off += uint32(hl)
+		dst = append(dst, c.enc, c.comp, c.flags, 0)
+		dst = binary.LittleEndian.AppendUint32(dst, c.off)
+		dst = binary.LittleEndian.AppendUint32(dst, c.slen)
+		dst = binary.LittleEndian.AppendUint32(dst, c.rlen)
+		dst = binary.LittleEndian.AppendUint32(dst, c.ck)
+		dst = binary.LittleEndian.AppendUint64(dst, c.min)
+		dst = binary.LittleEndian.AppendUint64(dst, c.max)
+	}
+	for i := range e.blooms {
+		dst = e.blooms[i].appendTo(dst)
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	dst = append(dst, e.payload...)
+	h.cols = e.cols
+	return dst, h
+}
+
+// putEnd stores End directly or as End-Start, whichever stream is smaller.
+func (e *blockEncoder) putEnd(recs []flow.Record) {
+	e.u = slices.Grow(e.u[:0], len(recs))[:len(recs)]
+	for i := range recs {
+		e.u[i] = uint64(recs[i].End)
+	}
+	var enc, relEnc uint8
+	var lo, hi uint64
+	e.stream, enc, lo, hi = e.ie.encodeInts(e.stream[:0], e.u, true, true, false)
+	for i := range recs {
+		e.u[i] -= uint64(recs[i].Start)
+	}
+	e.alt, relEnc, _, _ = e.ie.encodeInts(e.alt[:0], e.u, true, true, false)
+	if len(e.alt) < len(e.stream) {
+		e.put(cEnd, relEnc, e.alt, lo, hi, flagEndRel)
+		return
+	}
+	e.put(cEnd, enc, e.stream, lo, hi, 0)
+}
+
+// parseHeader checks and parses a block header from b (at least the header).
+func parseHeader(b []byte, verify bool) (*blockHeader, error) {
+	if len(b) < fixedHeader || string(b[:4]) != blockMagic {
+		return nil, errCorruptBlock
+	}
+	h := &blockHeader{
+		blockLen:  int(binary.LittleEndian.Uint32(b[4:8])),
+		headerLen: int(binary.LittleEndian.Uint32(b[8:12])),
+		rows:      int(binary.LittleEndian.Uint32(b[16:20])),
+		minStart:  int64(binary.LittleEndian.Uint64(b[24:32])),
+		maxEnd:    int64(binary.LittleEndian.Uint64(b[32:40])),
+	}
+	hl := h.headerLen
+	if b[12] != blockVersion || b[13] != numCols || hl < fixedHeader+numCols*dirEntry+4 ||
+		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
+		return nil, errCorruptBlock
+	}
+	if verify && crc32.Checksum(b[:hl-4], castagnoli) != binary.LittleEndian.Uint32(b[hl-4:hl]) {
+		return nil, errCorruptBlock
+	}
+	p := b[fixedHeader:]
+	for i := range h.cols {
+		c := &h.cols[i]
+		c.enc, c.comp, c.flags = p[0], p[1], p[2]
+		c.off = binary.LittleEndian.Uint32(p[4:])
+		c.slen = binary.LittleEndian.Uint32(p[8:])
+		c.rlen = binary.LittleEndian.Uint32(p[12:])
+		c.ck = binary.LittleEndian.Uint32(p[16:])
+		c.min = binary.LittleEndian.Uint64(p[20:])
+		c.max = binary.LittleEndian.Uint64(p[28:])
+		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compZstd ||
+			int64(c.rlen) > 64+32*int64(h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
+			return nil, errCorruptBlock
+		}
+		p = p[dirEntry:]
+	}
+	p = b[fixedHeader+numCols*dirEntry : hl-4]
+	for i := range h.blooms {
+		n, ok := parseBloom(p, &h.blooms[i])
+		if !ok {
+			return nil, errCorruptBlock
+		}
+		p = p[n:]
+	}
+	if len(p) != 0 {
+		return nil, errCorruptBlock
+	}
+	return h, nil
+}

@@ -1,0 +1,226 @@
+package store
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+)
+
+// v4Mapped reports whether a is an IPv4-mapped address (::ffff:a.b.c.d),
+// which the dictionary serialises as its last 4 bytes.
+func v4Mapped(a *[16]byte) bool {
+	return binary.LittleEndian.Uint64(a[0:8]) == 0 && binary.LittleEndian.Uint32(a[8:12]) == 0xffff0000
+}
+
+// addrTable builds a dictionary of distinct 16-byte addresses.
+type addrTable struct {
+	hi, lo []uint64
+	slot   []int32
+	stamp  []uint32
+	epoch  uint32
+	dict   [][16]byte
+	count  []uint32
+	idx    []uint64
+	order  []int32
+	rank   []uint64
+}
+
+func addrHash(a *[16]byte) uint64 {
+	return mix64(binary.LittleEndian.Uint64(a[0:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[8:16]))
+}
+
+func (t *addrTable) build(v [][16]byte) {
+	size := 16
+	for size < 2*len(v) {
+		size <<= 1
+	}
+	if len(t.hi) < size {
+		t.hi = make([]uint64, size)
+		t.lo = make([]uint64, size)
+		t.slot = make([]int32, size)
+		t.stamp = make([]uint32, size)
+		t.epoch = 0
+	}
+	t.epoch++
+	if t.epoch == 0 {
+		clear(t.stamp)
+		t.epoch = 1
+	}
+	t.dict = t.dict[:0]
+	t.count = t.count[:0]
+	mask := uint64(len(t.hi) - 1)
+	t.idx = slices.Grow(t.idx[:0], len(v))[:len(v)]
+	for i := range v {
+		a := &v[i]
+		h0 := binary.LittleEndian.Uint64(a[0:8])
+		h1 := binary.LittleEndian.Uint64(a[8:16])
+		h := mix64(h0*0x9e3779b97f4a7c15^h1) & mask
+		for {
+			if t.stamp[h] != t.epoch {
+				t.stamp[h] = t.epoch
+				t.hi[h], t.lo[h] = h0, h1
+				t.slot[h] = int32(len(t.dict))
+				t.dict = append(t.dict, *a)
+				t.count = append(t.count, 0)
+				break
+			}
+			if t.hi[h] == h0 && t.lo[h] == h1 {
+				break
+			}
+			h = (h + 1) & mask
+		}
+		s := t.slot[h]
+		t.count[s]++
+		t.idx[i] = uint64(s)
+	}
+}
+
+// putAddrs appends a v4 bitmap, then the IPv4-mapped entries' last 4 bytes
+// as 4 byte planes, then the other entries as 16 byte planes, for the
+// addresses picked by order (or all of list when order is nil). Planes keep
+// shared prefixes together, which zstd then shrinks.
+func putAddrs(dst []byte, list [][16]byte, order []int32) []byte {
+	n := len(list)
+	at := func(i int) *[16]byte {
+		if order != nil {
+			return &list[order[i]]
+		}
+		return &list[i]
+	}
+	off := len(dst)
+	dst = slices.Grow(dst, (n+7)/8)[:off+(n+7)/8]
+	clear(dst[off:])
+	n4 := 0
+	for i := 0; i < n; i++ {
+		if v4Mapped(at(i)) {
+			dst[off+i/8] |= 1 << (i % 8)
+			n4++
+		}
+	}
+	n6 := n - n4
+	p4 := len(dst)
+	p6 := p4 + 4*n4
+	dst = slices.Grow(dst, 4*n4+16*n6)[:p6+16*n6]
+	i4, i6 := 0, 0
+	for i := 0; i < n; i++ {
+		a := at(i)
+		if dst[off+i/8]&(1<<(i%8)) != 0 {
+			for j := 0; j < 4; j++ {
+				dst[p4+j*n4+i4] = a[12+j]
+			}
+			i4++
+		} else {
+			for j := 0; j < 16; j++ {
+				dst[p6+j*n6+i6] = a[j]
+			}
+			i6++
+		}
+	}
+	return dst
+}
+
+// getAddrs parses len(list) entries written by putAddrs into list,
+// returning the bytes consumed.
+func getAddrs(st []byte, list [][16]byte) (int, bool) {
+	n := len(list)
+	bm := (n + 7) / 8
+	if len(st) < bm {
+		return 0, false
+	}
+	n4 := 0
+	for _, b := range st[:bm] {
+		n4 += bits.OnesCount8(b)
+	}
+	if n%8 != 0 && st[bm-1]>>(n%8) != 0 {
+		return 0, false
+	}
+	n6 := n - n4
+	used := bm + 4*n4 + 16*n6
+	if len(st) < used {
+		return 0, false
+	}
+	p4, p6 := bm, bm+4*n4
+	i4, i6 := 0, 0
+	for i := range list {
+		a := &list[i]
+		if st[i/8]&(1<<(i%8)) != 0 {
+			*a = [16]byte{10: 0xff, 11: 0xff}
+			for j := 0; j < 4; j++ {
+				a[12+j] = st[p4+j*n4+i4]
+			}
+			i4++
+		} else {
+			for j := 0; j < 16; j++ {
+				a[j] = st[p6+j*n6+i6]
+			}
+			i6++
+		}
+	}
+	return used, true
+}
+
+// encodeAddrs appends an address column's stream: a frequency-ordered
+// dictionary when that is smaller, else the entries themselves.
+func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
+	n := len(v)
+	t.build(v)
+	d := len(t.dict)
+	var rawSize, dictSize int
+	for i := range t.dict {
+		e := 16
+		if v4Mapped(&t.dict[i]) {
+			e = 4
+		}
+		rawSize += e * int(t.count[i])
+		dictSize += e
+	}
+	iw := byteWidth(uint64(max(d, 1) - 1))
+	dictSize += n*iw + (d+7)/8 + 5
+	if rawSize+(n+7)/8 <= dictSize {
+		return putAddrs(dst, v, nil), encARaw
+	}
+	o := freqOrder(t.count, &t.order, &t.rank, t.idx)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
+	dst = append(dst, byte(iw))
+	dst = putAddrs(dst, t.dict, o)
+	return putPlanes(dst, t.idx, iw), encADict
+}
+
+// decodeAddrs decodes an address stream of n rows into dst.
+func decodeAddrs(d *intDecoder, dict *[][16]byte, enc uint8, st []byte, n int, dst [][16]byte) ([][16]byte, error) {
+	dst = slices.Grow(dst[:0], n)[:n]
+	switch enc {
+	case encARaw:
+		used, ok := getAddrs(st, dst)
+		if !ok || used != len(st) {
+			return dst, errBadStream
+		}
+		return dst, nil
+	case encADict:
+		if len(st) < 5 {
+			return dst, errBadStream
+		}
+		size := int(binary.LittleEndian.Uint32(st[0:4]))
+		iw := int(st[4])
+		if iw > 4 || size > len(st) || (size == 0 && n > 0) {
+			return dst, errBadStream
+		}
+		dv := slices.Grow((*dict)[:0], size)[:size]
+		*dict = dv
+		used, ok := getAddrs(st[5:], dv)
+		if !ok || len(st)-5-used != n*iw {
+			return dst, errBadStream
+		}
+		u := slices.Grow(d.u[:0], n)[:n]
+		d.u = u
+		getPlanes(st[5+used:], u, iw)
+		for i, x := range u {
+			if x >= uint64(len(dv)) {
+				return dst, errBadStream
+			}
+			dst[i] = dv[x]
+		}
+		return dst, nil
+	}
+	return dst, errBadStream
+}

@@ -1,0 +1,403 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"slices"
+)
+
+// Column stream encodings (the directory's encoding byte).
+const (
+	encConst = 1
+	encFOR   = 2
+	encDelta = 3
+	encDict  = 4
+	encADict = 5
+	encARaw  = 6
+)
+
+// errBadStream reports a column stream that does not parse.
+var errBadStream = errors.New("store: malformed column stream")
+
+// byteWidth is the number of bytes needed to hold x (0 for x == 0).
+func byteWidth(x uint64) int { return (bits.Len64(x) + 7) / 8 }
+
+// zigzag maps signed deltas to small unsigned numbers (0,-1,1,-2 → 0,1,2,3).
+func zigzag(d uint64) uint64 { return (d << 1) ^ uint64(int64(d)>>63) }
+
+func unzigzag(z uint64) uint64 { return (z >> 1) ^ -(z & 1) }
+
+// putPlanes appends w byte planes of u: byte j of every value together.
+func putPlanes(dst []byte, u []uint64, w int) []byte {
+	n := len(u)
+	off := len(dst)
+	dst = slices.Grow(dst, w*n)[:off+w*n]
+	for j := 0; j < w; j++ {
+		p := dst[off+j*n : off+(j+1)*n]
+		p = p[:len(u)] // bounds-check hint
+		sh := uint(8 * j)
+		for i, x := range u {
+			p[i] = byte(x >> sh)
+		}
+	}
+	return dst
+}
+
+// getPlanes fills u (len n) from w byte planes in src (len w*n).
+func getPlanes(src []byte, u []uint64, w int) {
+	n := len(u)
+	if w == 0 {
+		clear(u)
+		return
+	}
+	p := src[:n]
+	for i := range u {
+		u[i] = uint64(p[i])
+	}
+	for j := 1; j < w; j++ {
+		p := src[j*n : (j+1)*n]
+		p = p[:len(u)]
+		sh := uint(8 * j)
+		for i := range u {
+			u[i] |= uint64(p[i]) << sh
+		}
+	}
+}
+
+// u64Table is a reusable open-addressing hash table that builds a
+// dictionary of distinct uint64 values (epoch stamps avoid clearing it).
+type u64Table struct {
+	keys   []uint64
+	slot   []int32 // dictionary index
+	stamp  []uint32
+	epoch  uint32
+	dict   []uint64
+	count  []uint32
+	idx    []uint64 // per-row dictionary index
+	order  []int32
+	rank   []uint64
+	sorted []uint64
+}
+
+func (t *u64Table) reset(n int) {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	if len(t.keys) < size {
+		t.keys = make([]uint64, size)
+		t.slot = make([]int32, size)
+		t.stamp = make([]uint32, size)
+		t.epoch = 0
+	}
+	t.epoch++
+	if t.epoch == 0 { // wrapped: stamps are stale but could collide
+		clear(t.stamp)
+		t.epoch = 1
+	}
+	t.dict = t.dict[:0]
+	t.count = t.count[:0]
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// build collects the distinct values of v with their counts and each row's
+// index; it gives up (false) past limit distinct values.
+func (t *u64Table) build(v []uint64, limit int) bool {
+	t.reset(limit)
+	mask := uint64(len(t.keys) - 1)
+	t.idx = slices.Grow(t.idx[:0], len(v))[:len(v)]
+	for i, x := range v {
+		h := mix64(x) & mask
+		for {
+			if t.stamp[h] != t.epoch {
+				if len(t.dict) >= limit {
+					return false
+				}
+				t.stamp[h] = t.epoch
+				t.keys[h] = x
+				t.slot[h] = int32(len(t.dict))
+				t.dict = append(t.dict, x)
+				t.count = append(t.count, 0)
+				break
+			}
+			if t.keys[h] == x {
+				break
+			}
+			h = (h + 1) & mask
+		}
+		s := t.slot[h]
+		t.count[s]++
+		t.idx[i] = uint64(s)
+	}
+	return true
+}
+
+// freqOrder renumbers the dictionary by descending count (ties by first
+// appearance) so the common values get the small, well-compressed indexes.
+// It returns the reordered dictionary in t.sorted and rewrites t.idx.
+func freqOrder(count []uint32, order *[]int32, rank *[]uint64, idx []uint64) []int32 {
+	d := len(count)
+	o := slices.Grow((*order)[:0], d)[:d]
+	for i := range o {
+		o[i] = int32(i)
+	}
+	slices.SortFunc(o, func(a, b int32) int {
+		if count[a] != count[b] {
+			if count[a] > count[b] {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	r := slices.Grow((*rank)[:0], d)[:d]
+	for newI, oldI := range o {
+		r[oldI] = uint64(newI)
+	}
+	for i, x := range idx {
+		idx[i] = r[x]
+	}
+	*order, *rank = o, r
+	return o
+}
+
+// intEncoder holds the scratch for encoding integer columns.
+type intEncoder struct {
+	u   []uint64
+	tab u64Table
+}
+
+// scaleOf returns the largest of 1e9, 1e6, 1e3 dividing every v-base (else 1).
+func scaleOf(v []uint64, base, span uint64) uint64 {
+	scale := uint64(1)
+	for _, d := range [...]uint64{1000, 1000000, 1000000000} {
+		if span < d || !divisible(v, base, d) {
+			break
+		}
+		scale = d
+	}
+	return scale
+}
+
+// divisible reports whether d divides every v-base; constant divisors let
+// the compiler replace the division with a multiply.
+func divisible(v []uint64, base, d uint64) bool {
+	var bad uint64
+	switch d {
+	case 1000:
+		for _, x := range v {
+			bad |= (x - base) % 1000
+		}
+	case 1000000:
+		for _, x := range v {
+			bad |= (x - base) % 1000000
+		}
+	default:
+		for _, x := range v {
+			bad |= (x - base) % d
+		}
+	}
+	return bad == 0
+}
+
+// scaleDown sets u[i] = (v[i]-base)/scale, with constant-divisor loops.
+func scaleDown(u, v []uint64, base, scale uint64) {
+	u = u[:len(v)]
+	switch scale {
+	case 1:
+		for i, x := range v {
+			u[i] = x - base
+		}
+	case 1000:
+		for i, x := range v {
+			u[i] = (x - base) / 1000
+		}
+	case 1000000:
+		for i, x := range v {
+			u[i] = (x - base) / 1000000
+		}
+	default:
+		for i, x := range v {
+			u[i] = (x - base) / scale
+		}
+	}
+}
+
+// encodeInts appends v's stream to dst and returns the encoding. signed says
+// the values are int64 bits (min/max and the frame base are then signed).
+// tryDelta enables the delta candidate (times); tryDict the dictionary one.
+func (e *intEncoder) encodeInts(dst []byte, v []uint64, signed, tryDelta, tryDict bool) (out []byte, enc uint8, lo, hi uint64) {
+	n := len(v)
+	if n == 0 {
+		return binary.LittleEndian.AppendUint64(dst, 0), encConst, 0, 0
+	}
+	lo, hi = v[0], v[0]
+	if signed {
+		for _, x := range v[1:] {
+			lo = uint64(min(int64(lo), int64(x)))
+			hi = uint64(max(int64(hi), int64(x)))
+		}
+	} else {
+		for _, x := range v[1:] {
+			lo = min(lo, x)
+			hi = max(hi, x)
+		}
+	}
+	if lo == hi {
+		return binary.LittleEndian.AppendUint64(dst, lo), encConst, lo, hi
+	}
+	span := hi - lo // wraps correctly for signed ranges
+	scale := scaleOf(v, lo, span)
+	w := byteWidth(span / scale)
+	best, bestCost := encFOR, w*n
+	u := slices.Grow(e.u[:0], n)[:n]
+	e.u = u
+	dw := 0
+	if tryDelta {
+		scaleDown(u, v, lo, scale)
+		prev := uint64(0)
+		var all uint64
+		for i, q := range u {
+			z := zigzag(q - prev)
+			prev = q
+			u[i] = z
+			all |= z
+		}
+		if dw = byteWidth(all); dw*n < bestCost {
+			best, bestCost = encDelta, dw*n
+		}
+	}
+	// A dictionary pays only with few distinct values (see the cost test
+	// below); stopping early keeps random columns cheap.
+	limit := min(max(n/8, min(256, n/2)), 1<<16)
+	if tryDict && w >= 2 && limit > 0 && e.tab.build(v, limit) {
+		d := len(e.tab.dict)
+		var dmax uint64
+		for _, x := range e.tab.dict {
+			dmax = max(dmax, x-lo)
+		}
+		// Few distinct values: the frequency-ordered indexes compress
+		// better than the values even when not smaller before zstd.
+		if c := d*byteWidth(dmax) + n*byteWidth(uint64(d-1)); c < bestCost || d <= n/8 {
+			return e.putDict(dst, lo, dmax), encDict, lo, hi
+		}
+	}
+	dst = append(dst, 0)
+	head := len(dst) - 1
+	dst = binary.LittleEndian.AppendUint64(dst, scale)
+	dst = binary.LittleEndian.AppendUint64(dst, lo)
+	if best == encDelta {
+		w = dw
+	} else {
+		scaleDown(u, v, lo, scale)
+	}
+	dst[head] = byte(w)
+	return putPlanes(dst, u, w), uint8(best), lo, hi
+}
+
+func (e *intEncoder) putDict(dst []byte, lo, dmax uint64) []byte {
+	t := &e.tab
+	d := len(t.dict)
+	o := freqOrder(t.count, &t.order, &t.rank, t.idx)
+	iw := byteWidth(uint64(d - 1))
+	vw := byteWidth(dmax)
+	dst = append(dst, byte(iw))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
+	dst = append(dst, byte(vw))
+	dst = binary.LittleEndian.AppendUint64(dst, lo)
+	s := slices.Grow(t.sorted[:0], d)[:d]
+	for i, oi := range o {
+		s[i] = t.dict[oi] - lo
+	}
+	t.sorted = s
+	dst = putPlanes(dst, s, vw)
+	return putPlanes(dst, t.idx, iw)
+}
+
+// intDecoder holds the scratch for decoding integer columns.
+type intDecoder struct {
+	u    []uint64
+	dict []uint64
+}
+
+type integer interface {
+	~uint8 | ~uint16 | ~uint64 | ~int64
+}
+
+// decodeInts decodes an integer stream of n rows into dst (resized to n).
+func decodeInts[T integer](d *intDecoder, enc uint8, st []byte, n int, dst []T) ([]T, error) {
+	dst = slices.Grow(dst[:0], n)[:n]
+	switch enc {
+	case encConst:
+		if len(st) != 8 {
+			return dst, errBadStream
+		}
+		c := T(binary.LittleEndian.Uint64(st))
+		for i := range dst {
+			dst[i] = c
+		}
+		return dst, nil
+	case encFOR, encDelta:
+		if len(st) < 17 {
+			return dst, errBadStream
+		}
+		w := int(st[0])
+		scale := binary.LittleEndian.Uint64(st[1:9])
+		base := binary.LittleEndian.Uint64(st[9:17])
+		if w > 8 || len(st)-17 != w*n {
+			return dst, errBadStream
+		}
+		u := slices.Grow(d.u[:0], n)[:n]
+		d.u = u
+		getPlanes(st[17:], u, w)
+		if enc == encFOR {
+			for i, x := range u {
+				dst[i] = T(base + x*scale)
+			}
+			return dst, nil
+		}
+		var acc uint64
+		for i, z := range u {
+			acc += unzigzag(z)
+			dst[i] = T(base + acc*scale)
+		}
+		return dst, nil
+	case encDict:
+		if len(st) < 14 {
+			return dst, errBadStream
+		}
+		iw := int(st[0])
+		size := int(binary.LittleEndian.Uint32(st[1:5]))
+		vw := int(st[5])
+		base := binary.LittleEndian.Uint64(st[6:14])
+		if iw > 4 || vw > 8 || size > 1<<24 || len(st)-14 != size*vw+n*iw {
+			return dst, errBadStream
+		}
+		dv := slices.Grow(d.dict[:0], size)[:size]
+		d.dict = dv
+		getPlanes(st[14:], dv, vw)
+		for i := range dv {
+			dv[i] += base
+		}
+		u := slices.Grow(d.u[:0], n)[:n]
+		d.u = u
+		getPlanes(st[14+size*vw:], u, iw)
+		for i, x := range u {
+			if x >= uint64(len(dv)) {
+				return dst, errBadStream
+			}
+			dst[i] = T(dv[x])
+		}
+		return dst, nil
+	}
+	return dst, errBadStream
+}

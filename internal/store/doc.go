@@ -1,0 +1,76 @@
+// Package store is weir's embedded columnar flow store: it buffers
+// flow.Records per partition, writes them as compressed, checksummed
+// column blocks, lets readers skip blocks by their summaries and decode only
+// the columns they need, and enforces retention.
+//
+// # Layout
+//
+//	DIR/LOCK                          flock(2)-held by the one writer
+//	DIR/<iface>/<YYYY-MM-DD>/blocks   append-only block file
+//	DIR/<iface>/<YYYY-MM-DD>/index    committed block list (temp+fsync+rename)
+//
+// <iface> is the interface name escaped for the file system: bytes outside
+// [A-Za-z0-9_-] (and a leading '.') become %XX, so "../x" or "a/b" can never
+// leave DIR; names escaping to more than 128 bytes are cut and suffixed with
+// a hash. The real name is kept in the index. The day is the UTC day of each
+// row's Start. Names starting with '.' are temporary (deleted partitions,
+// index temps) and ignored by readers.
+//
+// # FORMAT
+//
+// All integers are little-endian. A block is
+//
+//	 0  magic "WBK1"
+//	 4  u32 block length (header + payload)
+//	 8  u32 header length (including the trailing header CRC)
+//	12  u8 version (1), u8 column count (18), u16 reserved (0)
+//	16  u32 rows
+//	20  u32 reserved (0)
+//	24  i64 min Start, i64 max End
+//	40  column directory, 36 bytes per column in column-id order:
+//	      u8 encoding, u8 compression (0 raw, 1 zstd), u8 flags (1: End is
+//	      stored as End-Start), u8 reserved, u32 offset (from block start),
+//	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
+//	      u64 min, u64 max (numeric columns; int64 bits for Start/End)
+//	    four bloom filters (src addr, dst addr, src port, dst port), each
+//	      u8 hash count, 3 reserved bytes, u32 words, words×u64
+//	    u32 CRC32C of the header bytes before it
+//	payload: the columns' stored bytes, back to back
+//
+// A column's raw stream (after zstd when compression is 1; compression is
+// used only when it shrinks the column, so incompressible data is stored raw)
+// is one of these encodings:
+//
+//	const (1)   u64 value
+//	for (2)     u8 width, u64 scale, u64 base, width byte planes: v = base + u*scale
+//	delta (3)   as for, but u is the zigzag delta of consecutive (v-base)/scale
+//	dict (4)    u8 index width, u32 size, u8 value width, u64 base,
+//	            value planes (size), index planes (rows); dictionary in
+//	            descending frequency so indexes are small and skewed
+//	adict (5)   u32 size, u8 index width, v4 bitmap (size bits), entries
+//	            (4 bytes if IPv4-mapped else 16), index planes (rows)
+//	araw (6)    v4 bitmap (rows bits), entries
+//
+// Byte planes store byte j of every value together (plane 0 first), which
+// keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy
+// coder sees skewed distributions. Scale is 1, 1e3, 1e6 or 1e9 (the largest
+// that divides every v-base: times from µs-resolution captures shrink by
+// 10 bits).
+//
+// The index file is
+//
+//	"WIX1", u32 version (1), u64 epoch (random per partition), u64 generation,
+//	u64 committed data length, u16 iface name length, name, u32 entries,
+//	entries × {u64 offset, u32 block length, u32 header length, u32 rows,
+//	u32 reserved, i64 min Start, i64 max End}, u32 CRC32C of all before it.
+//
+// # Safety
+//
+// A writeout appends blocks to the data file, fsyncs it, then writes the new
+// index to a temp file, fsyncs it, renames it over the index and fsyncs the
+// directory. Readers use only blocks listed in the index they loaded, so they
+// never see a block in flight; the writer truncates uncommitted tails when it
+// reopens a partition. A block whose header or column CRC fails, or that is
+// truncated, is skipped and counted (Stats.CorruptBlocks); an index that fails
+// its CRC is rebuilt by scanning the data file for intact blocks.
+package store

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"fmt"
+	"hash/crc32"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Column is a bit set of the attributes ReadBlock decodes.
+type Column uint32
+
+// Columns that ReadBlock can decode. ColSrcAddr and ColDstAddr also fill
+// IPVersion; ColICMP fills ICMPType and ICMPCode; ColFlags fills TCPFlags
+// and RevTCPFlags.
+const (
+	ColSrcAddr Column = 1 << iota
+	ColDstAddr
+	ColSrcPort
+	ColDstPort
+	ColProto
+	ColICMP
+	ColPackets
+	ColBytes
+	ColRevPackets
+	ColRevBytes
+	ColFlags
+	ColReason
+	ColStart
+	ColEnd
+	ColVLAN
+	ColIPVersion
+	// ColAll selects every column.
+	ColAll Column = 1<<iota - 1
+)
+
+// Columns holds decoded columns of one block. Every slice ReadBlock fills
+// has length N; columns not requested are left with length 0. ReadBlock
+// reuses the slices' capacity, so one Columns per goroutine decodes without
+// allocating.
+type Columns struct {
+	N                                int
+	SrcAddr, DstAddr                 [][16]byte // IPv4-mapped for IPv4
+	IPVersion                        []uint8
+	SrcPort, DstPort                 []uint16
+	Proto, ICMPType, ICMPCode        []uint8
+	Packets, Bytes, RevPackets       []uint64
+	RevBytes                         []uint64
+	TCPFlags, RevTCPFlags, EndReason []uint8
+	VLAN                             []uint16
+	Start, End                       []int64 // Unix ns
+	Iface                            string
+}
+
+// colsOf maps requested Columns to stored column ids.
+func colsOf(want Column) (ids [numCols]bool) {
+	set := func(c Column, id ...int) {
+		if want&c != 0 {
+			for _, i := range id {
+				ids[i] = true
+			}
+		}
+	}
+	set(ColSrcAddr, cSrcAddr, cIPVersion)
+	set(ColDstAddr, cDstAddr, cIPVersion)
+	set(ColIPVersion, cIPVersion)
+	set(ColSrcPort, cSrcPort)
+	set(ColDstPort, cDstPort)
+	set(ColProto, cProto)
+	set(ColICMP, cICMPType, cICMPCode)
+	set(ColPackets, cPackets)
+	set(ColBytes, cBytes)
+	set(ColRevPackets, cRevPackets)
+	set(ColRevBytes, cRevBytes)
+	set(ColFlags, cTCPFlags, cRevTCPFlags)
+	set(ColReason, cEndReason)
+	set(ColStart, cStart)
+	set(ColEnd, cEnd)
+	set(ColVLAN, cVLAN)
+	return ids
+}
+
+// decoder is per-goroutine decoding scratch, pooled.
+type decoder struct {
+	raw   []byte
+	dec   []byte
+	id    intDecoder
+	adict [][16]byte
+	start []int64
+}
+
+var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
+
+var (
+	zdecOnce sync.Once
+	zdec     *zstd.Decoder
+	zdecErr  error
+)
+
+// zstdDecoder returns the shared decoder; DecodeAll is safe for concurrent
+// use and runs up to GOMAXPROCS decodes at once.
+func zstdDecoder() (*zstd.Decoder, error) {
+	zdecOnce.Do(func() {
+		zdec, zdecErr = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithDecoderMaxMemory(256<<20),
+			zstd.WithDecodeAllCapLimit(true), // never decode past the directory's raw length
+			zstd.IgnoreChecksum(true))
+	})
+	return zdec, zdecErr
+}
+
+// stream returns column c's raw stream from blk (which starts at block
+// offset base), checking its CRC and decompressing it.
+func (d *decoder) stream(c *colMeta, blk []byte, base int, verify bool) ([]byte, error) {
+	lo := int(c.off) - base
+	if lo < 0 || lo+int(c.slen) > len(blk) {
+		return nil, errCorruptBlock
+	}
+	data := blk[lo : lo+int(c.slen)]
+	if verify && crc32.Checksum(data, castagnoli) != c.ck {
+		return nil, errCorruptBlock
+	}
+	if c.comp == compRaw {
+		return data, nil
+	}
+	zd, err := zstdDecoder()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Grow(d.dec[:0], int(c.rlen))
+	out, err = zd.DecodeAll(data, out)
+	if err != nil || len(out) != int(c.rlen) {
+		return nil, errCorruptBlock
+	}
+	d.dec = out
+	return out, nil
+}
+
+// decodeCols decodes the wanted columns of h from blk (block bytes from
+// offset base) into dst.
+func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, dst *Columns, verify bool) error {
+	ids := colsOf(want)
+	n := h.rows
+	var err error
+	for id := range numCols {
+		if !ids[id] {
+			continue
+		}
+		c := &h.cols[id]
+		st, serr := d.stream(c, blk, base, verify)
+		if serr != nil {
+			return serr
+		}
+		switch id {
+		case cSrcAddr:
+			dst.SrcAddr, err = decodeAddrs(&d.id, &d.adict, c.enc, st, n, dst.SrcAddr)
+		case cDstAddr:
+			dst.DstAddr, err = decodeAddrs(&d.id, &d.adict, c.enc, st, n, dst.DstAddr)
+		case cIPVersion:
+			dst.IPVersion, err = decodeInts(&d.id, c.enc, st, n, dst.IPVersion)
+		case cSrcPort:
+			dst.SrcPort, err = decodeInts(&d.id, c.enc, st, n, dst.SrcPort)
+		case cDstPort:
+			dst.DstPort, err = decodeInts(&d.id, c.enc, st, n, dst.DstPort)
+		case cProto:
+			dst.Proto, err = decodeInts(&d.id, c.enc, st, n, dst.Proto)
+		case cICMPType:
+			dst.ICMPType, err = decodeInts(&d.id, c.enc, st, n, dst.ICMPType)
+		case cICMPCode:
+			dst.ICMPCode, err = decodeInts(&d.id, c.enc, st, n, dst.ICMPCode)
+		case cPackets:
+			dst.Packets, err = decodeInts(&d.id, c.enc, st, n, dst.Packets)
+		case cBytes:
+			dst.Bytes, err = decodeInts(&d.id, c.enc, st, n, dst.Bytes)
+		case cRevPackets:
+			dst.RevPackets, err = decodeInts(&d.id, c.enc, st, n, dst.RevPackets)
+		case cRevBytes:
+			dst.RevBytes, err = decodeInts(&d.id, c.enc, st, n, dst.RevBytes)
+		case cTCPFlags:
+			dst.TCPFlags, err = decodeInts(&d.id, c.enc, st, n, dst.TCPFlags)
+		case cRevTCPFlags:
+			dst.RevTCPFlags, err = decodeInts(&d.id, c.enc, st, n, dst.RevTCPFlags)
+		case cEndReason:
+			dst.EndReason, err = decodeInts(&d.id, c.enc, st, n, dst.EndReason)
+		case cVLAN:
+			dst.VLAN, err = decodeInts(&d.id, c.enc, st, n, dst.VLAN)
+		case cStart:
+			dst.Start, err = decodeInts(&d.id, c.enc, st, n, dst.Start)
+		case cEnd:
+			dst.End, err = decodeInts(&d.id, c.enc, st, n, dst.End)
+			if err == nil && c.flags&flagEndRel != 0 {
+				err = d.addStart(h, blk, base, ids[cStart], dst, verify)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	dst.N = n
+	return nil
+}
+
+// addStart turns End-Start back into End, decoding Start if not wanted.
+func (d *decoder) addStart(h *blockHeader, blk []byte, base int, have bool, dst *Columns, verify bool) error {
+	start := dst.Start
+	if !have {
+		st, err := d.stream(&h.cols[cStart], blk, base, verify)
+		if err != nil {
+			return err
+		}
+		if d.start, err = decodeInts(&d.id, h.cols[cStart].enc, st, h.rows, d.start); err != nil {
+			return err
+		}
+		start = d.start
+	}
+	end := dst.End[:len(start)]
+	for i, s := range start {
+		end[i] += s
+	}
+	return nil
+}
+
+// reset truncates every column slice (N = 0).
+func (c *Columns) reset() {
+	c.N = 0
+	c.SrcAddr, c.DstAddr = c.SrcAddr[:0], c.DstAddr[:0]
+	c.IPVersion = c.IPVersion[:0]
+	c.SrcPort, c.DstPort = c.SrcPort[:0], c.DstPort[:0]
+	c.Proto, c.ICMPType, c.ICMPCode = c.Proto[:0], c.ICMPType[:0], c.ICMPCode[:0]
+	c.Packets, c.Bytes, c.RevPackets, c.RevBytes = c.Packets[:0], c.Bytes[:0], c.RevPackets[:0], c.RevBytes[:0]
+	c.TCPFlags, c.RevTCPFlags, c.EndReason = c.TCPFlags[:0], c.RevTCPFlags[:0], c.EndReason[:0]
+	c.VLAN = c.VLAN[:0]
+	c.Start, c.End = c.Start[:0], c.End[:0]
+}
+
+// span returns the byte range of the block holding the wanted columns.
+func (h *blockHeader) span(want Column) (lo, hi int) {
+	ids := colsOf(want)
+	if ids[cEnd] && h.cols[cEnd].flags&flagEndRel != 0 {
+		ids[cStart] = true
+	}
+	lo, hi = h.blockLen, 0
+	for id, ok := range ids {
+		if ok {
+			c := &h.cols[id]
+			lo = min(lo, int(c.off))
+			hi = max(hi, int(c.off+c.slen))
+		}
+	}
+	if lo > hi {
+		return 0, 0
+	}
+	return lo, hi
+}
+
+// decodeBlock parses and decodes a whole block held in b (fuzzing and
+// tests); verify=false skips the CRCs to reach the decoders.
+func decodeBlock(b []byte, verify bool, dst *Columns) error {
+	h, err := parseHeader(b, verify)
+	if err != nil {
+		return err
+	}
+	if h.blockLen > len(b) {
+		return fmt.Errorf("%w: truncated", errCorruptBlock)
+	}
+	d := decoderPool.Get().(*decoder)
+	defer decoderPool.Put(d)
+	dst.reset()
+	return d.decodeCols(h, b[:h.blockLen], 0, ColAll, dst, verify)
+}
