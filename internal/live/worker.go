@@ -126,6 +126,18 @@ func (w *worker) flush() {
 	w.recs = w.recs[:0]
 }
 
+// expireLag is how far the expiry clock trails the wall clock: a packet in
+// a partly filled ring block reaches user space only when the kernel's
+// retire timer (a jiffies timer, late under load) hands the block over, so
+// expiring by the wall clock could end a flow whose last packets (a TCP
+// close's final ACK) are still in the ring and split it into two records.
+func expireLag(retire time.Duration) time.Duration {
+	if retire <= 0 {
+		retire = afpacket.DefaultTimeout
+	}
+	return 4 * retire
+}
+
 // run reads until stop is closed, then flushes every flow with reason
 // shutdown and closes its rings.
 func (w *worker) run(stop <-chan struct{}) error {
@@ -135,6 +147,7 @@ func (w *worker) run(stop <-chan struct{}) error {
 		lastSrc  *afpacket.Source
 		tick     = int64(w.cfg.Tick)
 		nextTick = time.Now().UnixNano() + tick
+		lag      = int64(expireLag(w.cfg.Ring.Timeout))
 		pkts     = w.pkts[:0]
 		fatal    error
 	)
@@ -179,7 +192,7 @@ func (w *worker) run(stop <-chan struct{}) error {
 			w.reap(now)
 		}
 		if now >= nextTick {
-			w.table.Expire(now)
+			w.table.Expire(now - lag)
 			w.flush() // records leave at least once per tick, however quiet the interface
 			w.publish()
 			nextTick = now + tick
