@@ -1,5 +1,7 @@
 package bpf
 
+import "github.com/weir-dev/weir/internal/iana"
+
 // Protocol qualifiers ("pname" in pcap's grammar).
 type proto uint8
 
@@ -66,44 +68,9 @@ const (
 
 // Port protocol sets for named ports.
 const (
-	portTCP = 1 << iota
-	portUDP
+	portTCP = iana.TCP
+	portUDP = iana.UDP
 )
-
-// portNames mirrors Debian's /etc/services (netbase) for common services,
-// with the transport protocols it lists: libpcap narrows "port ssh" to TCP
-// because ssh is listed for TCP only.
-var portNames = map[string]struct {
-	port   uint16
-	protos uint8
-}{
-	"ftp-data": {20, portTCP}, "ftp": {21, portTCP}, "ssh": {22, portTCP}, "telnet": {23, portTCP},
-	"smtp": {25, portTCP}, "domain": {53, portTCP | portUDP}, "bootps": {67, portUDP},
-	"bootpc": {68, portUDP}, "tftp": {69, portUDP}, "http": {80, portTCP}, "www": {80, portTCP},
-	"kerberos": {88, portTCP | portUDP}, "pop3": {110, portTCP}, "ntp": {123, portUDP},
-	"netbios-ns": {137, portUDP}, "netbios-dgm": {138, portUDP}, "netbios-ssn": {139, portTCP},
-	"imap": {143, portTCP}, "imap2": {143, portTCP}, "snmp": {161, portTCP | portUDP},
-	"snmp-trap": {162, portTCP | portUDP}, "bgp": {179, portTCP}, "ldap": {389, portTCP | portUDP},
-	"https": {443, portTCP | portUDP}, "microsoft-ds": {445, portTCP}, "isakmp": {500, portUDP},
-	"syslog": {514, portUDP}, "printer": {515, portTCP}, "dhcpv6-client": {546, portUDP},
-	"dhcpv6-server": {547, portUDP}, "submission": {587, portTCP}, "ipp": {631, portTCP},
-	"ldaps": {636, portTCP | portUDP}, "domain-s": {853, portTCP | portUDP}, "rsync": {873, portTCP},
-	"imaps": {993, portTCP}, "pop3s": {995, portTCP}, "openvpn": {1194, portTCP | portUDP},
-	"radius": {1812, portTCP | portUDP}, "radius-acct": {1813, portTCP | portUDP},
-	"nfs": {2049, portTCP | portUDP}, "mysql": {3306, portTCP}, "ms-wbt-server": {3389, portTCP},
-	"ipsec-nat-t": {4500, portUDP}, "sip": {5060, portTCP | portUDP}, "sip-tls": {5061, portTCP | portUDP},
-	"mdns": {5353, portUDP}, "postgresql": {5432, portTCP}, "redis": {6379, portTCP},
-	"http-alt": {8080, portTCP}, "webcache": {8080, portTCP},
-}
-
-// ipProtoNames mirrors Debian's /etc/protocols for "proto NAME". Names that
-// are keywords (tcp, udp, icmp, ...) must be written with a backslash.
-var ipProtoNames = map[string]uint32{
-	"icmp": 1, "igmp": 2, "ipencap": 4, "tcp": 6, "egp": 8, "igp": 9, "udp": 17,
-	"ipv6": 41, "ipv6-route": 43, "ipv6-frag": 44, "rsvp": 46, "gre": 47, "esp": 50, "ah": 51,
-	"ipv6-icmp": 58, "ipv6-nonxt": 59, "ipv6-opts": 60, "eigrp": 88, "ospf": 89, "ipip": 94,
-	"pim": 103, "vrrp": 112, "l2tp": 115, "sctp": 132,
-}
 
 // etherProtoNames are the names "ether proto \NAME" accepts.
 var etherProtoNames = map[string]uint32{

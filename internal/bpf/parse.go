@@ -1,6 +1,10 @@
 package bpf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/weir-dev/weir/internal/iana"
+)
 
 // dir is a direction qualifier.
 type dir uint8
@@ -347,7 +351,7 @@ func (p *parser) rterm(ctx qual) (*bnode, qual, error) {
 	if keywords[w] {
 		return nil, none, p.errAt(t, fmt.Sprintf("%q cannot start a primitive here", w))
 	}
-	if _, ok := portNames[w]; ok {
+	if _, ok := iana.LookupService(w); ok {
 		return nil, none, p.errAt(t, fmt.Sprintf("a name needs a qualifier, e.g. \"port %s\"", w))
 	}
 	msg := "unknown keyword"

@@ -3,6 +3,8 @@ package bpf
 import (
 	"fmt"
 	"net/netip"
+
+	"github.com/weir-dev/weir/internal/iana"
 )
 
 // prefix returns a mask of n leading one bits over size bytes.
@@ -142,11 +144,11 @@ func (p *parser) nameValue(q qual, t token) (*bnode, error) {
 	w := t.text
 	switch q.addr {
 	case aPort:
-		pn, ok := portNames[w]
+		pn, ok := iana.LookupService(w)
 		if !ok {
 			return nil, p.errAt(t, "unknown port name (use a number)")
 		}
-		return p.portValue(q, t, uint32(pn.port), uint32(pn.port), pn.protos)
+		return p.portValue(q, t, uint32(pn.Port), uint32(pn.Port), pn.Protos)
 	case aPortrange:
 		var lo, hi uint32
 		if _, err := fmt.Sscanf(w, "%d-%d", &lo, &hi); err != nil || fmt.Sprintf("%d-%d", lo, hi) != w {
@@ -164,8 +166,8 @@ func (p *parser) nameValue(q qual, t token) (*bnode, error) {
 			if v, ok := etherProtoNames[w]; ok {
 				return p.protoValue(q, t, v)
 			}
-		} else if v, ok := ipProtoNames[w]; ok {
-			return p.protoValue(q, t, v)
+		} else if v, ok := iana.EtcProtocol(w); ok {
+			return p.protoValue(q, t, uint32(v))
 		}
 		return nil, p.errAt(t, "unknown protocol name")
 	}
