@@ -51,9 +51,11 @@ func testConfig(t *testing.T, h *testbed.Host, specs ...string) Config {
 	return Config{
 		Select: sel,
 		Ring:   ringCfg,
-		Table:  flow.Config{MaxFlows: 20000, IdleTimeout: time.Minute, EndLinger: 100 * time.Millisecond},
-		Tick:   100 * time.Millisecond,
-		Netns:  h.Do,
+		// A second of linger (default 2s): on a starved CI machine the
+		// final ACK of a TCP close can trail the last FIN by over 100ms.
+		Table: flow.Config{MaxFlows: 20000, IdleTimeout: time.Minute, EndLinger: time.Second},
+		Tick:  100 * time.Millisecond,
+		Netns: h.Do,
 	}
 }
 

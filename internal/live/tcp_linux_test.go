@@ -140,7 +140,7 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 				ports[uint16(base+i)] = true
 			}
 			// Ended flows reach the sink while capture runs (within a tick
-			// or two of their 100ms end linger), not only at shutdown.
+			// or two of their 1s end linger), not only at shutdown.
 			waitFor(t, 5*time.Second, func() bool {
 				r.out.mu.Lock()
 				defer r.out.mu.Unlock()
