@@ -1,0 +1,154 @@
+package query
+
+import "github.com/weir-dev/weir/internal/store"
+
+// evaluator holds one goroutine's scratch selection vectors, reused from
+// block to block so that filtering does not allocate.
+type evaluator struct {
+	free [][]bool
+}
+
+func (e *evaluator) get(n int) []bool {
+	if k := len(e.free); k > 0 {
+		s := e.free[k-1]
+		e.free = e.free[:k-1]
+		if cap(s) >= n {
+			return s[:n]
+		}
+	}
+	return make([]bool, n)
+}
+
+func (e *evaluator) put(s []bool) { e.free = append(e.free, s) }
+
+// filter evaluates c over the block into sel (len c.N); nil c selects all.
+func (e *evaluator) filter(c *Condition, cols *store.Columns, sel []bool) {
+	if c == nil {
+		for i := range sel {
+			sel[i] = true
+		}
+		return
+	}
+	c.root.eval(cols, sel, e)
+}
+
+func (n *andNode) eval(c *store.Columns, sel []bool, e *evaluator) {
+	n.l.eval(c, sel, e)
+	tmp := e.get(len(sel))
+	n.r.eval(c, tmp, e)
+	for i, t := range tmp {
+		sel[i] = sel[i] && t
+	}
+	e.put(tmp)
+}
+
+func (n *orNode) eval(c *store.Columns, sel []bool, e *evaluator) {
+	n.l.eval(c, sel, e)
+	tmp := e.get(len(sel))
+	n.r.eval(c, tmp, e)
+	for i, t := range tmp {
+		sel[i] = sel[i] || t
+	}
+	e.put(tmp)
+}
+
+func (n *notNode) eval(c *store.Columns, sel []bool, e *evaluator) {
+	n.x.eval(c, sel, e)
+	for i := range sel {
+		sel[i] = !sel[i]
+	}
+}
+
+func (l *leaf) eval(c *store.Columns, sel []bool, e *evaluator) {
+	switch l.attr {
+	case aIface:
+		m := l.op.test(boolU(c.Iface == l.str), 1)
+		for i := range sel {
+			sel[i] = m
+		}
+	case aSrcAddr:
+		l.evalAddr(c.SrcAddr, c.IPVersion, sel)
+	case aDstAddr:
+		l.evalAddr(c.DstAddr, c.IPVersion, sel)
+	case aAddr:
+		l.evalAddr(c.SrcAddr, c.IPVersion, sel)
+		tmp := e.get(len(sel))
+		l.evalAddr(c.DstAddr, c.IPVersion, tmp)
+		l.join(sel, tmp)
+		e.put(tmp)
+	case aSrcPort:
+		evalNum(l.op, l.num, c.SrcPort, sel)
+	case aDstPort:
+		evalNum(l.op, l.num, c.DstPort, sel)
+	case aPort:
+		evalNum(l.op, l.num, c.SrcPort, sel)
+		tmp := e.get(len(sel))
+		evalNum(l.op, l.num, c.DstPort, tmp)
+		l.join(sel, tmp)
+		e.put(tmp)
+	case aProto:
+		evalNum(l.op, l.num, c.Proto, sel)
+	case aVLAN:
+		evalNum(l.op, l.num, c.VLAN, sel)
+	}
+}
+
+// join combines the two sides of an either-side leaf into sel.
+func (l *leaf) join(sel, other []bool) {
+	if l.all {
+		for i, t := range other {
+			sel[i] = sel[i] && t
+		}
+		return
+	}
+	for i, t := range other {
+		sel[i] = sel[i] || t
+	}
+}
+
+func (l *leaf) evalAddr(a [][16]byte, ver []uint8, sel []bool) {
+	want := l.op == opEq
+	for i := range sel {
+		sel[i] = l.addrMatch(&a[i], ver[i]) == want
+	}
+}
+
+// evalNum compares a numeric column; one loop per operator keeps the
+// comparison out of the row loop.
+func evalNum[T uint8 | uint16](op cmpOp, x uint64, v []T, sel []bool) {
+	if x > uint64(^T(0)) { // beyond the column's range: constant answer
+		all := op == opNe || op == opLt || op == opLe
+		for i := range sel {
+			sel[i] = all
+		}
+		return
+	}
+	t := T(x)
+	v = v[:len(sel)]
+	switch op {
+	case opEq:
+		for i := range sel {
+			sel[i] = v[i] == t
+		}
+	case opNe:
+		for i := range sel {
+			sel[i] = v[i] != t
+		}
+	case opLt:
+		for i := range sel {
+			sel[i] = v[i] < t
+		}
+	case opLe:
+		for i := range sel {
+			sel[i] = v[i] <= t
+		}
+	case opGt:
+		for i := range sel {
+			sel[i] = v[i] > t
+		}
+	default:
+		for i := range sel {
+			sel[i] = v[i] >= t
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package query
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// DefaultLiveURL is where a running `weir capture` serves the flows still
+// in its tables (its default --metrics-addr).
+const DefaultLiveURL = "http://127.0.0.1:9464/flows/live"
+
+// Bounds on what FetchLive accepts from the endpoint.
+const (
+	maxLiveRecords = 4 << 20
+	maxLiveLine    = 64 << 10
+)
+
+// FetchLive reads the live flows of a running capture from its
+// /flows/live endpoint (JSON lines, docs/record.md). The URL's host must be
+// a loopback address: live flows never cross the network.
+func FetchLive(ctx context.Context, rawURL string) ([]flow.Record, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("live: %q is not an http URL", rawURL)
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); (err != nil || !ip.IsLoopback()) && host != "localhost" {
+		return nil, fmt.Errorf("live: %s is not a loopback address; --live reads only a capture on this host", host)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	client := &http.Client{Transport: &http.Transport{
+		Proxy:       nil, // never through a proxy: the capture is on this host
+		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+	}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("live: no capture answering at %s (is `weir capture -i ...` running with its metrics address?): %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("live: %s: %s %s", rawURL, resp.Status, b)
+	}
+	return ReadRecords(resp.Body, maxLiveRecords)
+}
+
+// jsonRecord is the JSON form of flow.Record (docs/record.md).
+type jsonRecord struct {
+	SrcIP       netip.Addr `json:"src_ip"`
+	DstIP       netip.Addr `json:"dst_ip"`
+	SrcPort     uint16     `json:"src_port"`
+	DstPort     uint16     `json:"dst_port"`
+	Proto       uint8      `json:"proto"`
+	ICMPType    uint8      `json:"icmp_type"`
+	ICMPCode    uint8      `json:"icmp_code"`
+	Packets     uint64     `json:"packets"`
+	Bytes       uint64     `json:"bytes"`
+	RevPackets  uint64     `json:"rev_packets"`
+	RevBytes    uint64     `json:"rev_bytes"`
+	TCPFlags    uint8      `json:"tcp_flags"`
+	RevTCPFlags uint8      `json:"rev_tcp_flags"`
+	Start       time.Time  `json:"start"`
+	End         time.Time  `json:"end"`
+	Iface       string     `json:"iface"`
+	VLAN        uint16     `json:"vlan"`
+}
+
+// ReadRecords parses JSON-lines flow records (docs/record.md), at most
+// limit of them; a bad line is an error naming its line number.
+func ReadRecords(r io.Reader, limit int) ([]flow.Record, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxLiveLine)
+	var out []flow.Record
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if len(out) >= limit {
+			return nil, fmt.Errorf("live: more than %d records", limit)
+		}
+		var j jsonRecord
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			return nil, fmt.Errorf("live: line %d: %w", line, err)
+		}
+		if !j.SrcIP.IsValid() || !j.DstIP.IsValid() || j.SrcIP.Is4() != j.DstIP.Is4() {
+			return nil, fmt.Errorf("live: line %d: src_ip and dst_ip must be addresses of one family", line)
+		}
+		var rec flow.Record
+		rec.Key.SrcAddr, rec.Key.DstAddr = j.SrcIP.As16(), j.DstIP.As16()
+		rec.Key.IPVersion = 6
+		if j.SrcIP.Is4() {
+			rec.Key.IPVersion = 4
+		}
+		rec.Key.SrcPort, rec.Key.DstPort, rec.Key.Proto = j.SrcPort, j.DstPort, j.Proto
+		rec.Key.ICMPType, rec.Key.ICMPCode = j.ICMPType, j.ICMPCode
+		rec.Packets, rec.Bytes, rec.RevPackets, rec.RevBytes = j.Packets, j.Bytes, j.RevPackets, j.RevBytes
+		rec.TCPFlags, rec.RevTCPFlags, rec.VLAN = j.TCPFlags, j.RevTCPFlags, j.VLAN
+		rec.Start, rec.End, rec.Iface = j.Start.UnixNano(), j.End.UnixNano(), j.Iface
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	return out, nil
+}
+
+// recordColumns turns records into one Columns per interface (of ifaces,
+// when given), so live flows go through the same filter and aggregation as
+// stored blocks.
+func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
+	by := map[string]*store.Columns{}
+	var names []string
+	for i := range recs {
+		r := &recs[i]
+		if len(ifaces) > 0 && !slices.Contains(ifaces, r.Iface) {
+			continue
+		}
+		c := by[r.Iface]
+		if c == nil {
+			c = &store.Columns{Iface: r.Iface}
+			by[r.Iface] = c
+			names = append(names, r.Iface)
+		}
+		c.N++
+		c.SrcAddr, c.DstAddr = append(c.SrcAddr, r.Key.SrcAddr), append(c.DstAddr, r.Key.DstAddr)
+		c.IPVersion = append(c.IPVersion, r.Key.IPVersion)
+		c.SrcPort, c.DstPort = append(c.SrcPort, r.Key.SrcPort), append(c.DstPort, r.Key.DstPort)
+		c.Proto = append(c.Proto, r.Key.Proto)
+		c.ICMPType, c.ICMPCode = append(c.ICMPType, r.Key.ICMPType), append(c.ICMPCode, r.Key.ICMPCode)
+		c.Packets, c.Bytes = append(c.Packets, r.Packets), append(c.Bytes, r.Bytes)
+		c.RevPackets, c.RevBytes = append(c.RevPackets, r.RevPackets), append(c.RevBytes, r.RevBytes)
+		c.TCPFlags, c.RevTCPFlags = append(c.TCPFlags, r.TCPFlags), append(c.RevTCPFlags, r.RevTCPFlags)
+		c.EndReason = append(c.EndReason, uint8(r.EndReason))
+		c.VLAN = append(c.VLAN, r.VLAN)
+		c.Start, c.End = append(c.Start, r.Start), append(c.End, r.End)
+	}
+	out := make([]store.Columns, 0, len(names))
+	for _, n := range names {
+		out = append(out, *by[n])
+	}
+	return out
+}

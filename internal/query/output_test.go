@@ -1,0 +1,192 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+)
+
+func sampleResult(t *testing.T) *Result {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	recs := randRecords(r, 2000)
+	s := writeStore(t, recs, 1000)
+	cond, _ := ParseCondition("proto tcp")
+	q := &Query{Group: []Attr{AttrSrcIP, AttrDstPort, AttrProto}, Cond: cond, Limit: 5}
+	res, err := Run(context.Background(), s, q, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 5 {
+		t.Fatalf("%d rows", len(res.Rows))
+	}
+	return res
+}
+
+// TestOutputFormats: JSON and CSV carry the exact numbers of the rows and
+// totals; the table is aligned and in human units.
+func TestOutputFormats(t *testing.T) {
+	res := sampleResult(t)
+	var js bytes.Buffer
+	if err := res.Write(&js, JSON); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Query struct {
+			Group     []string
+			Condition string
+		}
+		Rows []struct {
+			SIP        string `json:"sip"`
+			DPort      uint16 `json:"dport"`
+			Proto      uint8  `json:"proto"`
+			BytesOut   uint64 `json:"bytes_out"`
+			BytesIn    uint64 `json:"bytes_in"`
+			PacketsOut uint64 `json:"packets_out"`
+			Flows      uint64 `json:"flows"`
+			DIP        *string
+		}
+		Totals struct {
+			Flows uint64 `json:"flows"`
+		}
+		Stats struct {
+			RowsMatched int64 `json:"rows_matched"`
+		}
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, js.String())
+	}
+	if strings.Join(doc.Query.Group, ",") != "sip,dport,proto" || doc.Query.Condition != "proto = tcp" {
+		t.Errorf("query echoed as %+v", doc.Query)
+	}
+	if len(doc.Rows) != len(res.Rows) || doc.Totals.Flows != res.Totals.Flows || doc.Stats.RowsMatched != int64(res.Totals.Flows) {
+		t.Fatalf("json rows %d totals %d matched %d; result %d rows, %d flows", len(doc.Rows), doc.Totals.Flows, doc.Stats.RowsMatched, len(res.Rows), res.Totals.Flows)
+	}
+	for i, j := range doc.Rows {
+		r := res.Rows[i]
+		if j.SIP != r.SrcIP.String() || j.DPort != r.DstPort || j.Proto != 6 || j.BytesOut != r.Bytes || j.BytesIn != r.RevBytes ||
+			j.PacketsOut != r.Packets || j.Flows != r.Flows || j.DIP != nil {
+			t.Errorf("json row %d = %+v, result %+v", i, j, r)
+		}
+	}
+
+	var cs bytes.Buffer
+	if err := res.Write(&cs, CSV); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := csv.NewReader(&cs).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(lines[0], ",") != "sip,dport,proto,flows,packets_out,packets_in,bytes_out,bytes_in" || len(lines) != 1+len(res.Rows) {
+		t.Fatalf("csv header %v, %d lines", lines[0], len(lines))
+	}
+	for i, l := range lines[1:] {
+		r := res.Rows[i]
+		want := []string{r.SrcIP.String(), strconv.Itoa(int(r.DstPort)), "6", strconv.FormatUint(r.Flows, 10),
+			strconv.FormatUint(r.Packets, 10), strconv.FormatUint(r.RevPackets, 10), strconv.FormatUint(r.Bytes, 10), strconv.FormatUint(r.RevBytes, 10)}
+		if !slices.Equal(l, want) {
+			t.Errorf("csv line %d = %v, want %v", i, l, want)
+		}
+	}
+
+	var tb bytes.Buffer
+	if err := res.Write(&tb, Table); err != nil {
+		t.Fatal(err)
+	}
+	tl := strings.Split(tb.String(), "\n")
+	if !strings.Contains(tl[0], "sip") || !strings.Contains(tl[0], "bytes out") {
+		t.Errorf("table header %q", tl[0])
+	}
+	width := len(tl[0])
+	for _, l := range tl[1 : 2+len(res.Rows)] { // rows and the total line align with the header
+		if len(l) != width {
+			t.Errorf("table line %q is %d wide, header %d", l, len(l), width)
+		}
+	}
+	if !strings.Contains(tb.String(), "5 of ") || !strings.Contains(tl[len(res.Rows)+1], "total") {
+		t.Errorf("table lacks the total or summary:\n%s", tb.String())
+	}
+}
+
+func TestHumanUnits(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", 1536: "1.50 KiB",
+		5 << 30: "5.00 GiB", 1<<64 - 1: "16.00 EiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n, want := range map[uint64]string{9999: "9999", 10000: "10.00k", 2500000: "2.50M"} {
+		if got := count(n); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestLive: flows served by a capture's /flows/live (written by the real
+// JSON sink) are added to the stored ones, exactly.
+func TestLive(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	stored, live := randRecords(r, 3000), randRecords(r, 500)
+	s := writeStore(t, stored, 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var b []byte
+		for i := range live {
+			b = append(stdout.AppendJSON(b, &live[i]), '\n')
+		}
+		w.Write(b)
+	}))
+	defer srv.Close()
+	got, err := FetchLive(context.Background(), srv.URL+"/flows/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(live) {
+		t.Fatalf("%d live records, want %d", len(got), len(live))
+	}
+	cond, _ := ParseCondition("not dport 22")
+	q := &Query{Group: []Attr{AttrIface, AttrSrcIP, AttrDstIP}, Cond: cond, Ifaces: []string{"eth0", "wg0"}}
+	res, err := Run(context.Background(), s, q, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows, wantTot := reference(q, func(rec *flow.Record) bool { return rec.Key.DstPort != 22 }, append(stored, live...))
+	if res.Totals != wantTot || !slices.Equal(res.Rows, wantRows) {
+		t.Fatalf("with live: totals %+v, want %+v (%d rows, want %d)", res.Totals, wantTot, len(res.Rows), len(wantRows))
+	}
+	n := 0
+	for _, rec := range live {
+		if rec.Iface != "eth1" {
+			n++
+		}
+	}
+	if res.Stats.LiveRecords != n {
+		t.Errorf("LiveRecords = %d, want %d", res.Stats.LiveRecords, n)
+	}
+}
+
+// TestLiveLoopbackOnly: --live never reaches beyond this host.
+func TestLiveLoopbackOnly(t *testing.T) {
+	for _, u := range []string{"http://192.0.2.1:9464/flows/live", "http://example.com/flows/live", "ftp://127.0.0.1/x", "::"} {
+		if _, err := FetchLive(context.Background(), u); err == nil || !strings.Contains(err.Error(), "loopback") && !strings.Contains(err.Error(), "not an http URL") {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	if _, err := ReadRecords(strings.NewReader(`{"src_ip":"10.0.0.1","dst_ip":"::1"}`+"\n"), 10); err == nil {
+		t.Error("mixed families accepted")
+	}
+	if _, err := ReadRecords(strings.NewReader(strings.Repeat(`{"src_ip":"10.0.0.1","dst_ip":"10.0.0.2"}`+"\n", 3)), 2); err == nil {
+		t.Error("more than the limit accepted")
+	}
+}

@@ -1,0 +1,436 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// DefaultResolution is the time bin of a query grouped by time without
+// a Resolution: the store's default writeout interval.
+const DefaultResolution = 5 * time.Minute
+
+// Query is one question to the store.
+type Query struct {
+	Group []Attr     // attributes to group by (ParseGroupBy); empty: one total row
+	Cond  *Condition // nil: every record
+	// From and To bound the records counted by their Start: a record is
+	// in when From <= Start < To, so adjacent ranges never count a record
+	// twice. Zero values are unbounded.
+	From, To time.Time
+	Ifaces   []string // empty: every interface
+	// Resolution is the width of the time bins when grouping by time: a
+	// record counts in the bin of its Start (default DefaultResolution).
+	Resolution time.Duration
+	Sort       Metric
+	Dir        Direction
+	Ascending  bool // smallest first
+	// Limit keeps the top Limit rows (per time bin when grouped by
+	// time); 0 keeps all.
+	Limit   int
+	Workers int // goroutines scanning blocks; 0: GOMAXPROCS
+}
+
+// Counters are the sums of a group. Packets and Bytes were sent by the
+// initiator (sip, "out"), RevPackets and RevBytes by the responder (dip,
+// "in"); Flows counts the records.
+type Counters struct {
+	Packets, Bytes, RevPackets, RevBytes, Flows uint64
+}
+
+func (c *Counters) add(o *Counters) {
+	c.Packets += o.Packets
+	c.Bytes += o.Bytes
+	c.RevPackets += o.RevPackets
+	c.RevBytes += o.RevBytes
+	c.Flows += o.Flows
+}
+
+// Value is the counter a ranking by m in direction d uses.
+func (c *Counters) Value(m Metric, d Direction) uint64 {
+	switch m {
+	case ByFlows:
+		return c.Flows
+	case ByPackets:
+		return pick(d, c.Packets, c.RevPackets)
+	}
+	return pick(d, c.Bytes, c.RevBytes)
+}
+
+func pick(d Direction, out, in uint64) uint64 {
+	switch d {
+	case Out:
+		return out
+	case In:
+		return in
+	}
+	return out + in
+}
+
+// Key identifies a group; attributes not grouped by are zero.
+type Key struct {
+	Time             time.Time // bin start, UTC
+	Iface            string
+	SrcIP, DstIP     netip.Addr
+	SrcPort, DstPort uint16
+	Proto            uint8
+}
+
+// Row is one group of the result.
+type Row struct {
+	Key
+	Counters
+}
+
+// Stats say what a query read.
+type Stats struct {
+	Blocks        int           `json:"blocks"`         // blocks in the time range and interfaces asked for
+	BlocksSkipped int           `json:"blocks_skipped"` // ruled out by their summaries, never read
+	BlocksCorrupt int           `json:"blocks_corrupt"` // failed their checks: skipped and counted, as the store warns
+	RowsScanned   int64         `json:"rows_scanned"`
+	RowsMatched   int64         `json:"rows_matched"`
+	LiveRecords   int           `json:"live_records"` // flows added from a running capture (--live)
+	Groups        int           `json:"groups"`       // distinct groups before the top-N cut
+	Elapsed       time.Duration `json:"-"`
+}
+
+// Result is a query's answer.
+type Result struct {
+	Query  *Query
+	Rows   []Row
+	Totals Counters // over every matching record, not only the rows shown
+	Stats  Stats
+}
+
+// aggKey is the in-memory group key: fixed size, comparable, with
+// attributes not grouped by left zero.
+type aggKey struct {
+	src, dst     [16]byte
+	t            int64
+	sport, dport uint16
+	proto        uint8
+	sver, dver   uint8 // IP version of src and dst when grouped, else 0
+	iface        string
+}
+
+type aggMap map[aggKey]*Counters
+
+// Run answers q from s, adding live (flows still in a running capture's
+// tables, not yet in the store; may be nil). Blocks whose summaries rule
+// the condition out are skipped unread; the rest are decoded, only in the
+// columns the query needs, on Workers goroutines.
+func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Result, error) {
+	start := time.Now()
+	from, to := bounds(q)
+	res := &Result{Query: q}
+	var blocks []store.BlockInfo
+	if s != nil {
+		var err error
+		if blocks, err = s.Blocks(from, to-1, q.Ifaces); err != nil {
+			return nil, err
+		}
+	}
+	res.Stats.Blocks = len(blocks)
+	workers := q.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(blocks)))
+	scans := make([]*scanner, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range scans {
+		sc := newScanner(q, from, to)
+		scans[w] = sc
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(blocks) || ctx.Err() != nil {
+					return
+				}
+				if err := sc.block(s, &blocks[i]); err != nil {
+					errs[w] = err
+					next.Store(int64(len(blocks))) // stop the others
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return nil, err
+	}
+	if len(live) > 0 {
+		sc := scans[0]
+		for _, cols := range recordColumns(live, q.Ifaces) {
+			res.Stats.LiveRecords += cols.N
+			sc.rows(&cols, true)
+		}
+	}
+	m := scans[0].m
+	for i, sc := range scans {
+		res.Stats.BlocksSkipped += sc.skipped
+		res.Stats.BlocksCorrupt += sc.corrupt
+		res.Stats.RowsScanned += sc.scanned
+		res.Stats.RowsMatched += sc.matched
+		if i == 0 {
+			continue
+		}
+		o := sc.m
+		if len(o) > len(m) { // merge the smaller map into the larger
+			m, o = o, m
+		}
+		for k, c := range o {
+			if d := m[k]; d != nil {
+				d.add(c)
+			} else {
+				m[k] = c
+			}
+		}
+	}
+	res.Stats.Groups = len(m)
+	res.Rows, res.Totals = rank(q, m)
+	res.Stats.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// bounds are q's [from, to) in Unix ns.
+func bounds(q *Query) (from, to int64) {
+	from, to = 0, int64(^uint64(0)>>1)
+	if !q.From.IsZero() {
+		from = q.From.UnixNano()
+	}
+	if !q.To.IsZero() {
+		to = q.To.UnixNano()
+	}
+	return from, to
+}
+
+// scanner is one goroutine's share of a query.
+type scanner struct {
+	q                 *Query
+	from, to, res     int64
+	group             [numAttrs]bool
+	cols              store.Columns
+	sel               []bool
+	ev                evaluator
+	m                 aggMap
+	skipped, corrupt  int
+	scanned, matched  int64
+	need, needPartial store.Column
+}
+
+func newScanner(q *Query, from, to int64) *scanner {
+	sc := &scanner{q: q, from: from, to: to, m: aggMap{}, res: int64(q.Resolution)}
+	if sc.res <= 0 {
+		sc.res = int64(DefaultResolution)
+	}
+	need := store.ColPackets | store.ColBytes | store.ColRevPackets | store.ColRevBytes | q.Cond.columns()
+	for _, a := range q.Group {
+		sc.group[a] = true
+		switch a {
+		case AttrTime:
+			need |= store.ColStart
+		case AttrSrcIP:
+			need |= store.ColSrcAddr
+		case AttrDstIP:
+			need |= store.ColDstAddr
+		case AttrSrcPort:
+			need |= store.ColSrcPort
+		case AttrDstPort:
+			need |= store.ColDstPort
+		case AttrProto:
+			need |= store.ColProto
+		}
+	}
+	sc.need, sc.needPartial = need, need|store.ColStart
+	return sc
+}
+
+// block reads and aggregates one block, unless its summaries rule it out.
+func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
+	if !sc.q.Cond.mayMatch(b) || b.MinStart >= sc.to || b.MaxEnd < sc.from {
+		sc.skipped++
+		return nil
+	}
+	whole := b.MinStart >= sc.from && b.MaxEnd < sc.to // every row's Start is in range
+	need := sc.need
+	if !whole {
+		need = sc.needPartial
+	}
+	if err := s.ReadBlock(b, need, &sc.cols); err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			sc.corrupt++
+			return nil
+		}
+		return fmt.Errorf("query: %w", err)
+	}
+	sc.rows(&sc.cols, !whole)
+	return nil
+}
+
+// rows aggregates the selected rows of one block.
+func (sc *scanner) rows(c *store.Columns, checkTime bool) {
+	n := c.N
+	sc.scanned += int64(n)
+	if cap(sc.sel) < n {
+		sc.sel = make([]bool, n)
+	}
+	sel := sc.sel[:n]
+	sc.ev.filter(sc.q.Cond, c, sel)
+	if checkTime {
+		for i, st := range c.Start[:n] {
+			sel[i] = sel[i] && st >= sc.from && st < sc.to
+		}
+	}
+	var k aggKey
+	if sc.group[AttrIface] {
+		k.iface = c.Iface
+	}
+	g := &sc.group
+	for i := range n {
+		if !sel[i] {
+			continue
+		}
+		sc.matched++
+		if g[AttrSrcIP] {
+			k.src, k.sver = c.SrcAddr[i], c.IPVersion[i]
+		}
+		if g[AttrDstIP] {
+			k.dst, k.dver = c.DstAddr[i], c.IPVersion[i]
+		}
+		if g[AttrSrcPort] {
+			k.sport = c.SrcPort[i]
+		}
+		if g[AttrDstPort] {
+			k.dport = c.DstPort[i]
+		}
+		if g[AttrProto] {
+			k.proto = c.Proto[i]
+		}
+		if g[AttrTime] {
+			k.t = floorDiv(c.Start[i], sc.res) * sc.res
+		}
+		a := sc.m[k]
+		if a == nil {
+			a = &Counters{}
+			sc.m[k] = a
+		}
+		a.Packets += c.Packets[i]
+		a.Bytes += c.Bytes[i]
+		a.RevPackets += c.RevPackets[i]
+		a.RevBytes += c.RevBytes[i]
+		a.Flows++
+	}
+}
+
+// floorDiv is division rounding toward minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// rank turns the groups into sorted rows, cut to the top Limit (per time
+// bin), and sums the totals.
+func rank(q *Query, m aggMap) ([]Row, Counters) {
+	var tot Counters
+	rows := make([]Row, 0, len(m))
+	for k, c := range m {
+		tot.add(c)
+		rows = append(rows, Row{Key: k.public(), Counters: *c})
+	}
+	slices.SortFunc(rows, func(a, b Row) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		va, vb := a.Value(q.Sort, q.Dir), b.Value(q.Sort, q.Dir)
+		if va != vb {
+			if (va > vb) != q.Ascending {
+				return -1
+			}
+			return 1
+		}
+		return a.Key.compare(&b.Key)
+	})
+	if q.Limit > 0 {
+		out := rows[:0]
+		n := 0
+		for i := range rows {
+			if i > 0 && !rows[i].Time.Equal(rows[i-1].Time) {
+				n = 0
+			}
+			if n < q.Limit {
+				out = append(out, rows[i])
+			}
+			n++
+		}
+		rows = out
+	}
+	return rows, tot
+}
+
+func (k *aggKey) public() Key {
+	p := Key{Iface: k.iface, SrcPort: k.sport, DstPort: k.dport, Proto: k.proto}
+	if k.t != 0 {
+		p.Time = time.Unix(0, k.t).UTC()
+	}
+	p.SrcIP, p.DstIP = addrOf(k.src, k.sver), addrOf(k.dst, k.dver)
+	return p
+}
+
+// addrOf is the display address of a stored one: unmapped for IPv4; the
+// zero Addr when the attribute was not grouped.
+func addrOf(a [16]byte, ver uint8) netip.Addr {
+	switch ver {
+	case 0:
+		return netip.Addr{}
+	case 4:
+		return netip.AddrFrom16(a).Unmap()
+	}
+	return netip.AddrFrom16(a)
+}
+
+// compare orders keys deterministically, for ties.
+func (k *Key) compare(o *Key) int {
+	if c := k.Time.Compare(o.Time); c != 0 {
+		return c
+	}
+	if k.Iface != o.Iface {
+		return cmpStr(k.Iface, o.Iface)
+	}
+	if c := k.SrcIP.Compare(o.SrcIP); c != 0 {
+		return c
+	}
+	if c := k.DstIP.Compare(o.DstIP); c != 0 {
+		return c
+	}
+	if k.SrcPort != o.SrcPort {
+		return int(k.SrcPort) - int(o.SrcPort)
+	}
+	if k.DstPort != o.DstPort {
+		return int(k.DstPort) - int(o.DstPort)
+	}
+	return int(k.Proto) - int(o.Proto)
+}
+
+func cmpStr(a, b string) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}

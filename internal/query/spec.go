@@ -1,0 +1,179 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Attr is an attribute a query groups by.
+type Attr uint8
+
+// Group-by attributes, in the order they are shown.
+const (
+	AttrTime Attr = iota
+	AttrIface
+	AttrSrcIP
+	AttrDstIP
+	AttrSrcPort
+	AttrDstPort
+	AttrProto
+	numAttrs
+)
+
+var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto"}
+
+func (a Attr) String() string {
+	if a < numAttrs {
+		return attrText[a]
+	}
+	return "attr(" + strconv.Itoa(int(a)) + ")"
+}
+
+// Presets are the named group-bys goProbe users know.
+var Presets = map[string][]Attr{
+	"talk_src":  {AttrSrcIP},
+	"talk_dst":  {AttrDstIP},
+	"talk_conv": {AttrSrcIP, AttrDstIP},
+	"apps_port": {AttrDstPort, AttrProto},
+	"raw":       {AttrTime, AttrIface, AttrSrcIP, AttrDstIP, AttrDstPort, AttrProto},
+}
+
+// ParseGroupBy parses a comma-separated list of attributes and presets
+// ("sip,dip", "talk_conv", "time,apps_port"). Attributes are kept in the
+// canonical order of the Attr constants, duplicates dropped.
+func ParseGroupBy(s string) ([]Attr, error) {
+	var out []Attr
+	pos := 0
+	for part := range strings.SplitSeq(s, ",") {
+		name := strings.ToLower(strings.TrimSpace(part))
+		start := pos + strings.Index(part, strings.TrimSpace(part))
+		pos += len(part) + 1
+		if p, ok := Presets[name]; ok {
+			out = append(out, p...)
+			continue
+		}
+		i := slices.Index(attrText[:], name)
+		if i < 0 {
+			if a, ok := attrNames[name]; ok && !a.either() && a != aVLAN { // condition aliases: src, dst_port, ...
+				i = int(condToAttr[a])
+			}
+		}
+		if i < 0 {
+			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
+			if name == "" {
+				msg = "empty attribute"
+			}
+			return nil, &SyntaxError{Input: s, Pos: start, End: start + len(strings.TrimSpace(part)), Msg: msg}
+		}
+		out = append(out, Attr(i))
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+var condToAttr = map[attr]Attr{aSrcAddr: AttrSrcIP, aDstAddr: AttrDstIP, aSrcPort: AttrSrcPort,
+	aDstPort: AttrDstPort, aProto: AttrProto, aIface: AttrIface}
+
+// Metric is what results are ranked by.
+type Metric uint8
+
+// Metrics.
+const (
+	ByBytes Metric = iota
+	ByPackets
+	ByFlows
+)
+
+// Direction picks which side's counters a ranking uses: Out is what the
+// initiator (sip) sent, In what it received, Sum both.
+type Direction uint8
+
+// Directions.
+const (
+	Sum Direction = iota
+	Out
+	In
+)
+
+// ParseSort parses "bytes", "packets" or "flows", optionally followed by
+// ":in", ":out" or ":sum" ("bytes:in").
+func ParseSort(s string) (Metric, Direction, error) {
+	m, d, _ := strings.Cut(strings.ToLower(s), ":")
+	var metric Metric
+	switch m {
+	case "bytes", "b":
+		metric = ByBytes
+	case "packets", "pkts", "p":
+		metric = ByPackets
+	case "flows", "f":
+		metric = ByFlows
+	default:
+		return 0, 0, fmt.Errorf("sort %q: want bytes, packets or flows (optionally :in, :out or :sum)", s)
+	}
+	switch d {
+	case "", "sum":
+		return metric, Sum, nil
+	case "out":
+		return metric, Out, nil
+	case "in":
+		return metric, In, nil
+	}
+	return 0, 0, fmt.Errorf("sort %q: direction must be in, out or sum", s)
+}
+
+// ErrTime is wrapped by every time-argument error.
+var ErrTime = errors.New("bad time")
+
+// ParseTime parses a time argument: RFC 3339 ("2026-01-02T15:04:05Z",
+// fractions allowed), "2026-01-02 15:04[:05]" and "2026-01-02" (UTC), Unix
+// seconds ("1767225600"), "now", or a duration relative to now, in the past
+// ("-24h", "-90m", "-7d", "-1d12h"; a leading "-" is optional).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "now":
+		return now, nil
+	case s == "":
+		return time.Time{}, fmt.Errorf("%w: empty", ErrTime)
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 || n > 1<<33 {
+			return time.Time{}, fmt.Errorf("%w: %q: Unix seconds out of range", ErrTime, s)
+		}
+		return time.Unix(n, 0).UTC(), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	if d, err := ParseDuration(strings.TrimPrefix(s, "-")); err == nil {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%w: %q: want RFC 3339 (2026-01-02T15:04:05Z), a date, Unix seconds, now, or a relative time such as -24h or -7d", ErrTime, s)
+}
+
+// ParseDuration is time.ParseDuration plus a "d" (24h) unit: "7d",
+// "1d12h". It rejects negative durations.
+func ParseDuration(s string) (time.Duration, error) {
+	var days int64
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 32)
+		if err != nil || n < 0 || n > 365*100 {
+			return 0, fmt.Errorf("%w: duration %q", ErrTime, s)
+		}
+		days, s = n, s[i+1:]
+		if s == "" {
+			return time.Duration(days) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: duration %q", ErrTime, s)
+	}
+	return d + time.Duration(days)*24*time.Hour, nil
+}
