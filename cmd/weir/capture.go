@@ -19,6 +19,7 @@ import (
 	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
 	"github.com/weir-dev/weir/internal/source/synthetic"
+	"github.com/weir-dev/weir/internal/store"
 )
 
 const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127.0.0.1:9464/metrics
@@ -49,6 +50,8 @@ type captureOpts struct {
 	idle, active, linger time.Duration
 	stats                bool
 	live                 liveOpts
+	store                storeOpts
+	st                   *store.Store // open store, nil when --data-dir off
 }
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
@@ -64,6 +67,7 @@ CAP_NET_ADMIN for the kernel filter). A packet seen on several captured
 interfaces (both ends of a veth, a bridge and its port, routed in and out) is
 counted once: each direction of a flow at the interface that saw it first.`, captureExamples)
 	o.live.flags(fs)
+	o.store.flags(fs)
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
 	fs.StringVar(&o.read, "r", "", "short for --read")
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")
@@ -110,17 +114,33 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 		return fail("unknown --output %q: use table, json or none", o.output)
 	}
 
+	if !(len(o.live.ifaces) > 0) && o.live.set(fs) {
+		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
+	}
+	stor, err := o.store.open()
+	var ue errUsage
+	switch {
+	case errors.As(err, &ue):
+		return fail("%v", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "weir capture: %v\n", err)
+		return exitFailure
+	case stor != nil:
+		o.st = stor
+		out = sink.Multi{out, stor}
+		if o.stats {
+			defer printStoreStats(stderr, stor, o.store.dir)
+		}
+	}
 	if len(o.live.ifaces) > 0 {
 		return runLive(&o, out, stdout_, stderr)
-	}
-	if o.live.set(fs) {
-		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
 
 	var src source.PacketSource
 	if o.read != "" {
 		r, err := pcap.Open(o.read)
 		if err != nil {
+			out.Close()
 			fmt.Fprintf(stderr, "weir capture: %v\n", err)
 			return exitFailure
 		}
@@ -129,10 +149,12 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 	} else {
 		cfg, err := parseSynthetic(o.synth)
 		if err != nil {
+			out.Close()
 			return fail("--synthetic: %v", err)
 		}
 		s, err := synthetic.New(cfg)
 		if err != nil {
+			out.Close()
 			return fail("--synthetic: %v", err)
 		}
 		src = s
@@ -142,6 +164,7 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 		MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger,
 	}}, out)
 	if err != nil {
+		out.Close()
 		return fail("%v", err)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

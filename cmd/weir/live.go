@@ -85,20 +85,27 @@ func (s *sizeFlag) Set(v string) error {
 }
 
 func parseSize(v string) (int, error) {
-	mult := 1
+	n, err := parseBytes(v, 1<<30)
+	return int(n), err
+}
+
+// parseBytes parses a byte count with an optional binary unit (K/KiB,
+// M/MiB, G/GiB, T/TiB), positive and at most limit.
+func parseBytes(v string, limit int64) (int64, error) {
+	mult := int64(1)
 	num := v
 	for _, u := range []struct {
 		suf string
-		m   int
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		m   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}} {
 		if strings.HasSuffix(v, u.suf) {
 			num, mult = strings.TrimSuffix(v, u.suf), u.m
 			break
 		}
 	}
-	n, err := strconv.Atoi(num)
-	if err != nil || n <= 0 || n > 1<<30/mult {
-		return 0, fmt.Errorf("%q is not a size (examples: 65536, 256KiB, 1MiB)", v)
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > limit/mult {
+		return 0, fmt.Errorf("%q is not a size up to %s (examples: 65536, 256KiB, 1MiB, 20GiB)", v, stdout.Bytes(uint64(limit)))
 	}
 	return n * mult, nil
 }
@@ -183,7 +190,11 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 	var srv *metrics.Server
 	if l.metricsAddr != "off" {
 		reg := metrics.NewRegistry()
-		for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q)} {
+		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q)}
+		if o.st != nil {
+			cols = append(cols, o.st.Collector())
+		}
+		for _, col := range cols {
 			if err := reg.Register(col); err != nil {
 				q.Close()
 				return fail("metrics: %v", err)

@@ -31,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
+		{"query", "answer questions from the flow store: top talkers, conversations, applications over time", runQuery},
 		{"version", "print weir's version and build information", runVersion},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
+	"github.com/weir-dev/weir/internal/store"
 )
 
 // TestMetricsDocumented: every metric weir capture registers is in
@@ -27,8 +28,13 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	reg := metrics.NewRegistry()
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q)} {
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/iana"
+	"github.com/weir-dev/weir/internal/sink/stdout"
 )
 
 // Format is an output format.
@@ -83,15 +84,15 @@ func (res *Result) writeTable(w io.Writer) error {
 		for _, a := range res.Query.Group {
 			line = append(line, cell(&r.Key, a))
 		}
-		line = append(line, count(r.Flows), count(r.Packets), count(r.RevPackets), count(r.Packets+r.RevPackets),
+		line = append(line, stdout.Count(r.Flows), stdout.Count(r.Packets), stdout.Count(r.RevPackets), stdout.Count(r.Packets+r.RevPackets),
 			percent(r.Packets+r.RevPackets, tot.Packets+tot.RevPackets),
-			humanBytes(r.Bytes), humanBytes(r.RevBytes), humanBytes(r.Bytes+r.RevBytes), percent(r.Bytes+r.RevBytes, tot.Bytes+tot.RevBytes))
+			stdout.Bytes(r.Bytes), stdout.Bytes(r.RevBytes), stdout.Bytes(r.Bytes+r.RevBytes), percent(r.Bytes+r.RevBytes, tot.Bytes+tot.RevBytes))
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
 	pad := make([]string, max(0, len(res.Query.Group)-1))
 	fmt.Fprintln(tw, strings.Join(append(append([]string{"total"}[:min(1, len(res.Query.Group))], pad...),
-		count(tot.Flows), count(tot.Packets), count(tot.RevPackets), count(tot.Packets+tot.RevPackets), "",
-		humanBytes(tot.Bytes), humanBytes(tot.RevBytes), humanBytes(tot.Bytes+tot.RevBytes), ""), "\t")+"\t")
+		stdout.Count(tot.Flows), stdout.Count(tot.Packets), stdout.Count(tot.RevPackets), stdout.Count(tot.Packets+tot.RevPackets), "",
+		stdout.Bytes(tot.Bytes), stdout.Bytes(tot.RevBytes), stdout.Bytes(tot.Bytes+tot.RevBytes), ""), "\t")+"\t")
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -100,31 +101,6 @@ func (res *Result) writeTable(w io.Writer) error {
 		len(res.Rows), st.Groups, st.RowsMatched, st.RowsScanned, st.Blocks-st.BlocksSkipped-st.BlocksCorrupt,
 		st.BlocksSkipped, st.BlocksCorrupt, st.LiveRecords, st.Elapsed.Round(time.Millisecond))
 	return err
-}
-
-// count renders a packet or flow count with an SI suffix above 10,000.
-func count(n uint64) string {
-	if n < 10000 {
-		return strconv.FormatUint(n, 10)
-	}
-	return scaled(float64(n), 1000, []string{"", "k", "M", "G", "T", "P", "E"}, "")
-}
-
-// humanBytes renders a byte count in IEC units (KiB = 1024 B).
-func humanBytes(n uint64) string {
-	if n < 1024 {
-		return strconv.FormatUint(n, 10) + " B"
-	}
-	return scaled(float64(n), 1024, []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}, " ")
-}
-
-func scaled(v, base float64, units []string, sep string) string {
-	i := 0
-	for v >= base && i < len(units)-1 {
-		v /= base
-		i++
-	}
-	return strconv.FormatFloat(v, 'f', 2, 64) + sep + units[i]
 }
 
 func percent(part, whole uint64) string {

@@ -120,20 +120,6 @@ func TestOutputFormats(t *testing.T) {
 	}
 }
 
-func TestHumanUnits(t *testing.T) {
-	for n, want := range map[uint64]string{0: "0 B", 1023: "1023 B", 1024: "1.00 KiB", 1536: "1.50 KiB",
-		5 << 30: "5.00 GiB", 1<<64 - 1: "16.00 EiB"} {
-		if got := humanBytes(n); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-	for n, want := range map[uint64]string{9999: "9999", 10000: "10.00k", 2500000: "2.50M"} {
-		if got := count(n); got != want {
-			t.Errorf("count(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // TestLive: flows served by a capture's /flows/live (written by the real
 // JSON sink) are added to the stored ones, exactly.
 func TestLive(t *testing.T) {

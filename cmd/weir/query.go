@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/query"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+const queryExamples = `  # Top 10 talkers by bytes, all stored time
+  weir query sip
+
+  # Top 20 conversations of the last 24 hours to HTTPS, by packets received
+  weir query -f -24h -n 20 -s packets:in talk_conv 'dport = 443'
+
+  # Applications on eth0 between two times, as JSON
+  weir query -i eth0 -f 2026-01-02T00:00:00Z -t 2026-01-03T00:00:00Z -o json apps_port
+
+  # Bytes per 5 minutes from one network, not SSH, including flows still live
+  weir query --resolution 5m --live time 'snet 10.0.0.0/8 and not port ssh'
+
+  # What is stored: interfaces and time spans
+  weir query --list
+`
+
+type queryOpts struct {
+	dir, cond, from, to, sort, output, liveURL string
+	ifaces                                     listFlag
+	limit, workers                             int
+	resolution                                 time.Duration
+	ascending, list, live                      bool
+}
+
+func runQuery(args []string, stdout_, stderr io.Writer) int {
+	var o queryOpts
+	fs := newFlagSet("query", "weir query [flags] GROUP-BY [CONDITION...]",
+		`Answer questions from the flow store: group the stored records by
+attributes, filter them with a condition, rank the groups.
+
+GROUP-BY is a comma-separated list of time, iface, sip, dip, sport, dport,
+proto, or the presets talk_src (sip), talk_dst (dip), talk_conv (sip,dip),
+apps_port (dport,proto) and raw.
+
+CONDITION (the remaining arguments, or --condition) is a filter such as
+  dport = 443 and not (snet 10.0.0.0/8 or host 2001:db8::1)
+with and/or/not and parentheses; = != < > <= >=; attributes sip dip host net
+snet dnet sport dport port proto iface vlan; port and protocol names (https,
+tcp). For host, net and port, != means neither side, other operators either
+side.
+
+A record counts when its start lies in [--from, --to). "out" counters are
+what the initiator (sip) sent, "in" what it received.`, queryExamples)
+	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store to read (default $WEIR_DATA_DIR or ./weir-data)")
+	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
+	fs.Var(&o.ifaces, "iface", "only these interfaces (comma-separated or repeated; default all)")
+	fs.Var(&o.ifaces, "i", "short for --iface")
+	fs.StringVar(&o.cond, "condition", "", "filter `expression` (instead of trailing arguments)")
+	fs.StringVar(&o.cond, "c", "", "short for --condition")
+	fs.StringVar(&o.from, "from", "", "start `time`: RFC 3339, a date, Unix seconds, or relative (-24h, -7d); default: everything stored")
+	fs.StringVar(&o.from, "f", "", "short for --from")
+	fs.StringVar(&o.to, "to", "", "end `time` (exclusive), same forms; default: now and beyond")
+	fs.StringVar(&o.to, "t", "", "short for --to")
+	fs.IntVar(&o.limit, "limit", 10, "show the top `n` groups (per time bin when grouping by time); 0 shows all")
+	fs.IntVar(&o.limit, "n", 10, "short for --limit")
+	fs.StringVar(&o.sort, "sort", "bytes", "rank by bytes, packets or flows, optionally :in, :out or :sum (bytes:in)")
+	fs.StringVar(&o.sort, "s", "bytes", "short for --sort")
+	fs.BoolVar(&o.ascending, "ascending", false, "smallest first")
+	fs.DurationVar(&o.resolution, "resolution", 0, "time bin width; implies grouping by time (default 5m when grouping by time)")
+	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or csv")
+	fs.StringVar(&o.output, "o", "table", "short for --output")
+	fs.BoolVar(&o.list, "list", false, "list the stored interfaces with their time spans, records and size")
+	fs.BoolVar(&o.live, "live", false, "add the flows still in a running capture's tables (from --live-url)")
+	fs.StringVar(&o.liveURL, "live-url", query.DefaultLiveURL, "where the running capture serves its live flows (loopback only)")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines decoding blocks (default: one per CPU)")
+	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
+	if done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir query: "+format+"\n", a...)
+		return exitUsage
+	}
+	format, err := query.ParseFormat(o.output)
+	if err != nil {
+		return fail("%v", err)
+	}
+	st, err := store.OpenReadOnly(o.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "weir query: no flow store at %s: run 'weir capture' first, or point --data-dir at one\n", o.dir)
+		return exitFailure
+	} else if err != nil {
+		fmt.Fprintf(stderr, "weir query: %v\n", err)
+		return exitFailure
+	}
+	defer st.Close()
+	if o.list {
+		if len(pos) > 0 || o.cond != "" {
+			return fail("--list takes no group-by or condition")
+		}
+		return listStore(st, o.ifaces, format, stdout_, stderr)
+	}
+
+	q := &query.Query{Limit: o.limit, Ascending: o.ascending, Resolution: o.resolution, Workers: o.workers}
+	if len(pos) == 0 {
+		return fail("give the attributes to group by, e.g. 'weir query sip' or 'weir query talk_conv' (see --help)")
+	}
+	if q.Group, err = query.ParseGroupBy(pos[0]); err != nil {
+		return syntaxFail(stderr, "group-by", err)
+	}
+	if o.resolution != 0 {
+		if o.resolution < time.Second {
+			return fail("--resolution must be at least 1s")
+		}
+		q.Group, _ = query.ParseGroupBy(pos[0] + ",time")
+	}
+	condText := o.cond
+	if len(pos) > 1 {
+		if condText != "" {
+			return fail("give the condition either as arguments or with --condition, not both")
+		}
+		condText = strings.Join(pos[1:], " ")
+	}
+	if q.Cond, err = query.ParseCondition(condText); err != nil {
+		return syntaxFail(stderr, "condition", err)
+	}
+	if q.Sort, q.Dir, err = query.ParseSort(o.sort); err != nil {
+		return fail("--sort: %v", err)
+	}
+	if o.limit < 0 {
+		return fail("--limit must not be negative")
+	}
+	now := time.Now()
+	for _, t := range []struct {
+		arg string
+		dst *time.Time
+		nm  string
+	}{{o.from, &q.From, "--from"}, {o.to, &q.To, "--to"}} {
+		if t.arg == "" {
+			continue
+		}
+		if *t.dst, err = query.ParseTime(t.arg, now); err != nil {
+			return fail("%s: %v", t.nm, err)
+		}
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
+		return fail("--from (%s) must be before --to (%s)", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
+	}
+	for _, s := range o.ifaces {
+		q.Ifaces = append(q.Ifaces, strings.Split(s, ",")...)
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	var liveRecs []flow.Record
+	if o.live {
+		if liveRecs, err = query.FetchLive(ctx, o.liveURL); err != nil {
+			fmt.Fprintf(stderr, "weir query: --live: %v\n", err)
+			return exitFailure
+		}
+	}
+	res, err := query.Run(ctx, st, q, liveRecs)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir query: %v\n", err)
+		return exitFailure
+	}
+	if err := res.Write(stdout_, format); err != nil {
+		fmt.Fprintf(stderr, "weir query: %v\n", err)
+		return exitFailure
+	}
+	if res.Stats.BlocksCorrupt > 0 {
+		fmt.Fprintf(stderr, "weir query: %d corrupt blocks were skipped; the answer leaves out their records\n", res.Stats.BlocksCorrupt)
+		for _, w := range st.Stats().Warnings {
+			fmt.Fprintf(stderr, "weir query: %s\n", w)
+		}
+	}
+	return exitOK
+}
+
+// syntaxFail prints a query-string mistake with a caret under it.
+func syntaxFail(stderr io.Writer, what string, err error) int {
+	var se *query.SyntaxError
+	if errors.As(err, &se) {
+		fmt.Fprintf(stderr, "weir query: %s: %s\n%s\n", what, se.Msg, se.Caret())
+	} else {
+		fmt.Fprintf(stderr, "weir query: %s: %v\n", what, err)
+	}
+	return exitUsage
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// positional arguments, which it returns.
+func parseInterleaved(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, done bool, code int) {
+	for {
+		fs.SetOutput(io.Discard)
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, true, exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "weir %s: %v\nRun 'weir %s --help' for usage.\n", fs.Name(), err, fs.Name())
+			return nil, true, exitUsage
+		}
+		if fs.NArg() == 0 {
+			return pos, false, 0
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+}
+
+// ifaceSpan is one line of --list.
+type ifaceSpan struct {
+	Iface  string    `json:"iface"`
+	First  time.Time `json:"first"`
+	Last   time.Time `json:"last"`
+	Days   int       `json:"days"`
+	Blocks int       `json:"blocks"`
+	Flows  int64     `json:"flows"`
+	Bytes  int64     `json:"bytes"`
+}
+
+func listStore(st *store.Store, only listFlag, format query.Format, w, stderr io.Writer) int {
+	names, err := st.Ifaces()
+	if err != nil {
+		fmt.Fprintf(stderr, "weir query: %v\n", err)
+		return exitFailure
+	}
+	var want []string
+	for _, s := range only {
+		want = append(want, strings.Split(s, ",")...)
+	}
+	var spans []ifaceSpan
+	for _, n := range names {
+		if len(want) > 0 && !slices.Contains(want, n) {
+			continue
+		}
+		bl, err := st.Blocks(0, 0, []string{n})
+		if err != nil || len(bl) == 0 {
+			continue
+		}
+		sp := ifaceSpan{Iface: n, First: time.Unix(0, bl[0].MinStart).UTC(), Last: time.Unix(0, bl[0].MaxEnd).UTC(), Blocks: len(bl)}
+		days := map[string]bool{}
+		for _, b := range bl {
+			sp.First = minTime(sp.First, time.Unix(0, b.MinStart).UTC())
+			if t := time.Unix(0, b.MaxEnd).UTC(); t.After(sp.Last) {
+				sp.Last = t
+			}
+			sp.Flows += int64(b.Rows)
+			sp.Bytes += int64(b.Size)
+			days[b.Day] = true
+		}
+		sp.Days = len(days)
+		spans = append(spans, sp)
+	}
+	switch format {
+	case query.JSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if spans == nil {
+			spans = []ifaceSpan{}
+		}
+		err = enc.Encode(spans)
+	case query.CSV:
+		fmt.Fprintln(w, "iface,first,last,days,blocks,flows,bytes")
+		for _, s := range spans {
+			fmt.Fprintf(w, "%s,%s,%s,%d,%d,%d,%d\n", csvField(s.Iface), s.First.Format(time.RFC3339Nano), s.Last.Format(time.RFC3339Nano), s.Days, s.Blocks, s.Flows, s.Bytes)
+		}
+	default:
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "iface\tfirst\tlast\tdays\tblocks\tflows\tsize\t")
+		for _, s := range spans {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", s.Iface, s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
+				s.Days, s.Blocks, stdout.Count(uint64(s.Flows)), stdout.Bytes(uint64(s.Bytes)))
+		}
+		err = tw.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "weir query: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// csvField quotes s when CSV needs it.
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n\r") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}

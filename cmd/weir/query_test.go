@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// TestCaptureStoreQuery: a capture file replayed with --data-dir writes
+// every record to the store, and 'weir query' gives back exactly the sums
+// of the records the same capture printed as JSON.
+func TestCaptureStoreQuery(t *testing.T) {
+	path, _ := writeScenario(t, 5, false)
+	dir := filepath.Join(t.TempDir(), "data")
+	recs := captureJSON(t, path, "--data-dir", dir)
+	if len(recs) == 0 {
+		t.Fatal("no records")
+	}
+	type key struct {
+		iface, sip, dip string
+		sport, dport    uint16
+		proto           uint8
+	}
+	want := map[key][5]uint64{}
+	for _, r := range recs {
+		k := key{*r.Iface, r.SrcIP, r.DstIP, r.SrcPort, r.DstPort, r.Proto}
+		w := want[k]
+		want[k] = [5]uint64{w[0] + 1, w[1] + r.Packets, w[2] + r.RevPackets, w[3] + r.Bytes, w[4] + r.RevBytes}
+	}
+	code, out, errs := runCLI("query", "-d", dir, "-o", "csv", "-n", "0", "iface,sip,dip,sport,dport,proto")
+	if code != exitOK {
+		t.Fatalf("query exit %d: %s", code, errs)
+	}
+	lines, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(lines[0], ","); got != "iface,sip,dip,sport,dport,proto,flows,packets_out,packets_in,bytes_out,bytes_in" {
+		t.Fatalf("header %s", got)
+	}
+	got := map[key][5]uint64{}
+	for _, l := range lines[1:] {
+		var k key
+		var c [5]uint64
+		k.iface, k.sip, k.dip = l[0], l[1], l[2]
+		fmt.Sscan(strings.Join(l[3:], " "), &k.sport, &k.dport, &k.proto, &c[0], &c[1], &c[2], &c[3], &c[4])
+		got[k] = c
+	}
+	if len(got) != len(want) {
+		t.Errorf("query gave %d groups, the capture %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%+v: query %v, capture %v", k, got[k], w)
+		}
+	}
+
+	// --list: every interface of the file, with its record count.
+	code, out, errs = runCLI("query", "-d", dir, "--list", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("--list exit %d: %s", code, errs)
+	}
+	var spans []ifaceSpan
+	if err := json.Unmarshal([]byte(out), &spans); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int64{}
+	for _, r := range recs {
+		per[*r.Iface]++
+	}
+	if len(spans) != len(per) {
+		t.Errorf("--list: %d interfaces, want %d", len(spans), len(per))
+	}
+	for _, s := range spans {
+		if s.Flows != per[s.Iface] || s.Days != 1 || s.First.After(s.Last) {
+			t.Errorf("--list %+v; capture had %d records", s, per[s.Iface])
+		}
+	}
+
+	// A condition and a sort: the top talker by packets among TCP flows.
+	code, out, errs = runCLI("query", "-d", dir, "-s", "packets", "-n", "1", "-o", "json", "sip", "proto", "=", "tcp")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Rows []struct {
+			SIP        string `json:"sip"`
+			PacketsOut uint64 `json:"packets_out"`
+			PacketsIn  uint64 `json:"packets_in"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	bySrc := map[string]uint64{}
+	var best uint64
+	for _, r := range recs {
+		if r.Proto == 6 {
+			bySrc[r.SrcIP] += r.Packets + r.RevPackets
+			best = max(best, bySrc[r.SrcIP])
+		}
+	}
+	if len(doc.Rows) != 1 || doc.Rows[0].PacketsOut+doc.Rows[0].PacketsIn != best || bySrc[doc.Rows[0].SIP] != best {
+		t.Errorf("top TCP talker %+v; want one with %d packets (%v)", doc.Rows, best, bySrc)
+	}
+}
+
+func TestQueryUsage(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.Open(store.Config{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"query", "-d", dir}, exitUsage, "give the attributes to group by"},
+		{[]string{"query", "-d", dir, "sip,colour"}, exitUsage, "group-by: unknown attribute"},
+		{[]string{"query", "-d", dir, "sip", "dport", "=", "443", "and"}, exitUsage, "condition ends too early\n  dport = 443 and\n                 ^"},
+		{[]string{"query", "-d", dir, "sip", "-c", "tcp", "udp"}, exitUsage, "not both"},
+		{[]string{"query", "-d", dir, "-s", "size", "sip"}, exitUsage, "--sort"},
+		{[]string{"query", "-d", dir, "-f", "-1h", "-t", "-2h", "sip"}, exitUsage, "must be before"},
+		{[]string{"query", "-d", dir, "-f", "yesterday", "sip"}, exitUsage, "--from"},
+		{[]string{"query", "-d", dir, "-o", "xml", "sip"}, exitUsage, "want table, json or csv"},
+		{[]string{"query", "-d", dir, "--resolution", "10ms", "sip"}, exitUsage, "at least 1s"},
+		{[]string{"query", "-d", dir, "--list", "sip"}, exitUsage, "--list takes no"},
+		{[]string{"query", "-d", filepath.Join(dir, "nope"), "sip"}, exitFailure, "no flow store at"},
+		{[]string{"query", "-d", dir, "--live", "--live-url", "http://192.0.2.1:9464/flows/live", "sip"}, exitFailure, "not a loopback address"},
+		// An empty store answers with an empty result, not an error.
+		{[]string{"query", "-d", dir, "sip"}, exitOK, ""},
+		// A directory another capture holds is refused with a hint.
+		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir}, exitFailure, "another weir capture is writing there"},
+		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir, "--retention", "5x"}, exitUsage, "is not a duration"},
+		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir, "--max-size", "lots"}, exitUsage, "is not a size"},
+	} {
+		code, _, errs := runCLI(c.args...)
+		if code != c.code || !strings.Contains(errs, c.err) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.err)
+		}
+	}
+}
+
+// TestCaptureRetentionFlags: --retention and --max-size reach the store,
+// and days older than the retention are gone after the capture.
+func TestCaptureRetentionFlags(t *testing.T) {
+	dir := t.TempDir()
+	// The synthetic source starts on 2026-01-01: far older than 1 day.
+	code, _, errs := runCLI("capture", "--synthetic", "flows=100,packets=1000", "-o", "none", "--data-dir", dir, "--retention", "1d", "--stats")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "store: 100 records in 1 blocks") {
+		t.Errorf("--stats lacks the store line:\n%s", errs)
+	}
+	s, err := store.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := s.Blocks(0, 0, nil)
+	if err != nil || len(bl) != 0 {
+		t.Errorf("a day older than --retention 1d survived: %d blocks, %v", len(bl), err)
+	}
+	// Without retention the same day stays.
+	dir2 := t.TempDir()
+	if code, _, errs := runCLI("capture", "--synthetic", "flows=100,packets=1000", "-o", "none", "--data-dir", dir2); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	s2, _ := store.OpenReadOnly(dir2)
+	if bl, _ := s2.Blocks(0, 0, nil); len(bl) != 1 || bl[0].Rows != 100 || time.Unix(0, bl[0].MinStart).UTC().Year() != 2026 {
+		t.Errorf("without retention: %+v", bl)
+	}
+}

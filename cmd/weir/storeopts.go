@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/weir-dev/weir/internal/query"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// defaultDataDir is where capture writes and query reads unless told
+// otherwise: $WEIR_DATA_DIR, else ./weir-data.
+func defaultDataDir() string {
+	if d := os.Getenv("WEIR_DATA_DIR"); d != "" {
+		return d
+	}
+	return "./weir-data"
+}
+
+// durationFlag is a duration that also takes days: 30d, 1d12h.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string {
+	if *d == 0 {
+		return "0"
+	}
+	if x := time.Duration(*d); x%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", x/(24*time.Hour))
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *durationFlag) Set(v string) error {
+	if v == "0" {
+		*d = 0
+		return nil
+	}
+	x, err := query.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (examples: 30d, 12h, 1d12h)", v)
+	}
+	*d = durationFlag(x)
+	return nil
+}
+
+// bytesFlag is a byte count up to 1 PiB: 20GiB, 500MiB.
+type bytesFlag int64
+
+func (b *bytesFlag) String() string {
+	if *b == 0 {
+		return "0"
+	}
+	return fmt.Sprint(int64(*b))
+}
+
+func (b *bytesFlag) Set(v string) error {
+	if v == "0" {
+		*b = 0
+		return nil
+	}
+	n, err := parseBytes(v, 1<<50)
+	*b = bytesFlag(n)
+	return err
+}
+
+// storeOpts are capture's store flags.
+type storeOpts struct {
+	dir       string
+	retention durationFlag
+	maxSize   bytesFlag
+	writeout  time.Duration
+}
+
+func (o *storeOpts) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data)")
+	fs.Var(&o.retention, "retention", "delete stored days older than this `age` (30d, 12h; 0 keeps everything)")
+	fs.Var(&o.maxSize, "max-size", "delete the oldest stored days while the store is larger than this `size` (20GiB; 0: no limit)")
+	fs.DurationVar(&o.writeout, "writeout", store.DefaultWriteout, "write buffered records to the store this often (and at exit)")
+}
+
+// open opens the store, or returns nil when disabled. A directory held by
+// another writer is a run failure with a hint.
+func (o *storeOpts) open() (*store.Store, error) {
+	if o.dir == "off" || o.dir == "" {
+		return nil, nil
+	}
+	if o.writeout <= 0 {
+		return nil, errUsage("--writeout must be positive")
+	}
+	s, err := store.Open(store.Config{Dir: o.dir, Writeout: o.writeout,
+		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize)})
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("--data-dir %s: another weir capture is writing there; give this one another --data-dir, or 'off'", o.dir)
+	}
+	return s, err
+}
+
+// errUsage marks a command-line mistake (exit 2) among run errors (exit 1).
+type errUsage string
+
+func (e errUsage) Error() string { return string(e) }
+
+// printStoreStats says what went to the store, at exit.
+func printStoreStats(w io.Writer, s *store.Store, dir string) {
+	st := s.Stats()
+	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped\n",
+		st.RowsWritten, st.BlocksWritten, stdout.Bytes(uint64(st.BytesWritten)), dir, stdout.Bytes(uint64(st.BytesOnDisk)),
+		st.CorruptBlocks, st.DroppedRows)
+	for _, msg := range st.Warnings {
+		fmt.Fprintf(w, "store: %s\n", msg)
+	}
+}
