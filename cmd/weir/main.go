@@ -32,6 +32,7 @@ func commands() []command {
 	return []command{
 		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
 		{"query", "answer questions from the flow store: top talkers, conversations, applications over time", runQuery},
+		{"bench", "benchmark tools: build a flow store of generated records (gendb)", runBench},
 		{"version", "print weir's version and build information", runVersion},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/prefetch"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -111,19 +112,6 @@ type Result struct {
 	Stats  Stats
 }
 
-// aggKey is the in-memory group key: fixed size, comparable, with
-// attributes not grouped by left zero.
-type aggKey struct {
-	src, dst     [16]byte
-	t            int64
-	sport, dport uint16
-	proto        uint8
-	sver, dver   uint8 // IP version of src and dst when grouped, else 0
-	iface        string
-}
-
-type aggMap map[aggKey]*Counters
-
 // Run answers q from s, adding live (flows still in a running capture's
 // tables, not yet in the store; may be nil). Blocks whose summaries rule
 // the condition out are skipped unread; the rest are decoded, only in the
@@ -145,24 +133,35 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(blocks)))
+	// With many groups, each worker reads every block but keeps only the
+	// groups of its hash partition: decoding twice costs less than two
+	// tables of the same millions of groups and merging them.
+	parted := workers > 1 && manyGroups(q.Group)
 	scans := make([]*scanner, workers)
 	var next atomic.Int64
+	var failed atomic.Bool
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	for w := range scans {
 		sc := newScanner(q, from, to)
+		if parted {
+			sc.part, sc.parts = uint64(w), uint64(workers)
+		}
 		scans[w] = sc
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(blocks) || ctx.Err() != nil {
+			for n := 0; ; n++ {
+				i := n
+				if !parted {
+					i = int(next.Add(1) - 1)
+				}
+				if i >= len(blocks) || ctx.Err() != nil || failed.Load() {
 					return
 				}
 				if err := sc.block(s, &blocks[i]); err != nil {
 					errs[w] = err
-					next.Store(int64(len(blocks))) // stop the others
+					failed.Store(true) // stop the others
 					return
 				}
 			}
@@ -172,36 +171,45 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
 		return nil, err
 	}
-	if len(live) > 0 {
-		sc := scans[0]
-		for _, cols := range recordColumns(live, q.Ifaces) {
-			res.Stats.LiveRecords += cols.N
-			sc.rows(&cols, true)
+	for i, sc := range scans {
+		if i == 0 || !parted { // partitioned workers all saw every row
+			res.Stats.BlocksSkipped += sc.skipped
+			res.Stats.BlocksCorrupt += sc.corrupt
+			res.Stats.RowsScanned += sc.scanned
+			res.Stats.RowsMatched += sc.matched
 		}
 	}
-	m := scans[0].m
-	for i, sc := range scans {
-		res.Stats.BlocksSkipped += sc.skipped
-		res.Stats.BlocksCorrupt += sc.corrupt
-		res.Stats.RowsScanned += sc.scanned
-		res.Stats.RowsMatched += sc.matched
-		if i == 0 {
-			continue
-		}
-		o := sc.m
-		if len(o) > len(m) { // merge the smaller map into the larger
-			m, o = o, m
-		}
-		for k, c := range o {
-			if d := m[k]; d != nil {
-				d.add(c)
-			} else {
-				m[k] = c
+	if len(live) > 0 {
+		for _, cols := range recordColumns(live, q.Ifaces) {
+			res.Stats.LiveRecords += cols.N
+			for i, sc := range scans {
+				if i == 0 || parted {
+					sc.rows(&cols, true)
+				}
 			}
 		}
 	}
-	res.Stats.Groups = len(m)
-	res.Rows, res.Totals = rank(q, m)
+	if parted {
+		var all []Row
+		for _, sc := range scans {
+			rows, tot := sc.g.rank(q)
+			all = append(all, rows...)
+			res.Totals.add(&tot)
+			res.Stats.Groups += sc.g.groups.n
+			sc.g.groups.release()
+			sc.g = nil
+		}
+		res.Rows = cut(q, all)
+	} else {
+		g := scans[0].g
+		for _, sc := range scans[1:] {
+			g.merge(sc.g)
+			sc.g = nil // let the collector have it
+		}
+		res.Stats.Groups = g.groups.n
+		res.Rows, res.Totals = g.rank(q)
+		g.groups.release()
+	}
 	res.Stats.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -226,14 +234,18 @@ type scanner struct {
 	cols              store.Columns
 	sel               []bool
 	ev                evaluator
-	m                 aggMap
+	g                 *agg
 	skipped, corrupt  int
 	scanned, matched  int64
 	need, needPartial store.Column
+	part, parts       uint64 // this scanner keeps the groups of hash partition part
+	keys              []gkey // per block: keys, hashes and rows to add
+	hs                []uint64
+	idx               []int32
 }
 
 func newScanner(q *Query, from, to int64) *scanner {
-	sc := &scanner{q: q, from: from, to: to, m: aggMap{}, res: int64(q.Resolution)}
+	sc := &scanner{q: q, from: from, to: to, g: newAgg(), res: int64(q.Resolution)}
 	if sc.res <= 0 {
 		sc.res = int64(DefaultResolution)
 	}
@@ -295,45 +307,106 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 			sel[i] = sel[i] && st >= sc.from && st < sc.to
 		}
 	}
-	var k aggKey
+	var k gkey
 	if sc.group[AttrIface] {
-		k.iface = c.Iface
+		k.rest = uint64(sc.g.iface(c.Iface))
 	}
 	g := &sc.group
+	// First the keys and hashes of the rows this scanner keeps, then the
+	// table updates, each prefetching the slot of the row aheadRows later:
+	// a table of millions of groups misses the cache on nearly every row,
+	// and the prefetches let those misses overlap.
+	keys, hs, idx := sc.keys[:0], sc.hs[:0], sc.idx[:0]
 	for i := range n {
 		if !sel[i] {
 			continue
 		}
 		sc.matched++
+		var src, dst uint32
 		if g[AttrSrcIP] {
-			k.src, k.sver = c.SrcAddr[i], c.IPVersion[i]
+			src = sc.g.addr(&c.SrcAddr[i], c.IPVersion[i])
 		}
 		if g[AttrDstIP] {
-			k.dst, k.dver = c.DstAddr[i], c.IPVersion[i]
+			dst = sc.g.addr(&c.DstAddr[i], c.IPVersion[i])
 		}
+		k.addrs = uint64(src)<<32 | uint64(dst)
+		k.rest &= 0xffffff
 		if g[AttrSrcPort] {
-			k.sport = c.SrcPort[i]
+			k.rest |= uint64(c.SrcPort[i]) << 48
 		}
 		if g[AttrDstPort] {
-			k.dport = c.DstPort[i]
+			k.rest |= uint64(c.DstPort[i]) << 32
 		}
 		if g[AttrProto] {
-			k.proto = c.Proto[i]
+			k.rest |= uint64(c.Proto[i]) << 24
 		}
 		if g[AttrTime] {
 			k.t = floorDiv(c.Start[i], sc.res) * sc.res
 		}
-		a := sc.m[k]
-		if a == nil {
-			a = &Counters{}
-			sc.m[k] = a
+		h := k.hash()
+		if sc.parts > 1 && (h>>32)*sc.parts>>32 != sc.part { // high bits: the table indexes by the low ones
+			continue
 		}
-		a.Packets += c.Packets[i]
-		a.Bytes += c.Bytes[i]
-		a.RevPackets += c.RevPackets[i]
-		a.RevBytes += c.RevBytes[i]
-		a.Flows++
+		keys, hs, idx = append(keys, k), append(hs, h), append(idx, int32(i))
 	}
+	sc.keys, sc.hs, sc.idx = keys, hs, idx
+	t := &sc.g.groups
+	var one Counters
+	one.Flows = 1
+	for j, i := range idx {
+		if j+aheadRows < len(hs) {
+			prefetch.Line(t.slotAddr(hs[j+aheadRows]))
+		}
+		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
+		t.findH(keys[j], hs[j]).add(&one)
+	}
+}
+
+// aheadRows is how many rows ahead the aggregation prefetches.
+const aheadRows = 16
+
+// manyGroups reports whether grouping by attrs may yield millions of
+// groups (two or more of addresses and ports).
+func manyGroups(attrs []Attr) bool {
+	n := 0
+	for _, a := range attrs {
+		if a >= AttrSrcIP && a <= AttrDstPort {
+			n++
+		}
+	}
+	return n >= 2
+}
+
+// cut sorts rows from disjoint partitions, each already cut to its top
+// Limit per time bin, and keeps the overall top Limit per bin.
+func cut(q *Query, rows []Row) []Row {
+	slices.SortFunc(rows, func(a, b Row) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		if va, vb := a.Value(q.Sort, q.Dir), b.Value(q.Sort, q.Dir); va != vb {
+			if (va > vb) != q.Ascending {
+				return -1
+			}
+			return 1
+		}
+		return a.Key.compare(&b.Key)
+	})
+	if q.Limit <= 0 {
+		return rows
+	}
+	out := rows[:0]
+	n := 0
+	for i := range rows {
+		if i > 0 && !rows[i].Time.Equal(rows[i-1].Time) {
+			n = 0
+		}
+		if n < q.Limit {
+			out = append(out, rows[i])
+		}
+		n++
+	}
+	return out
 }
 
 // floorDiv is division rounding toward minus infinity.
@@ -343,66 +416,6 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// rank turns the groups into sorted rows, cut to the top Limit (per time
-// bin), and sums the totals.
-func rank(q *Query, m aggMap) ([]Row, Counters) {
-	var tot Counters
-	rows := make([]Row, 0, len(m))
-	for k, c := range m {
-		tot.add(c)
-		rows = append(rows, Row{Key: k.public(), Counters: *c})
-	}
-	slices.SortFunc(rows, func(a, b Row) int {
-		if c := a.Time.Compare(b.Time); c != 0 {
-			return c
-		}
-		va, vb := a.Value(q.Sort, q.Dir), b.Value(q.Sort, q.Dir)
-		if va != vb {
-			if (va > vb) != q.Ascending {
-				return -1
-			}
-			return 1
-		}
-		return a.Key.compare(&b.Key)
-	})
-	if q.Limit > 0 {
-		out := rows[:0]
-		n := 0
-		for i := range rows {
-			if i > 0 && !rows[i].Time.Equal(rows[i-1].Time) {
-				n = 0
-			}
-			if n < q.Limit {
-				out = append(out, rows[i])
-			}
-			n++
-		}
-		rows = out
-	}
-	return rows, tot
-}
-
-func (k *aggKey) public() Key {
-	p := Key{Iface: k.iface, SrcPort: k.sport, DstPort: k.dport, Proto: k.proto}
-	if k.t != 0 {
-		p.Time = time.Unix(0, k.t).UTC()
-	}
-	p.SrcIP, p.DstIP = addrOf(k.src, k.sver), addrOf(k.dst, k.dver)
-	return p
-}
-
-// addrOf is the display address of a stored one: unmapped for IPv4; the
-// zero Addr when the attribute was not grouped.
-func addrOf(a [16]byte, ver uint8) netip.Addr {
-	switch ver {
-	case 0:
-		return netip.Addr{}
-	case 4:
-		return netip.AddrFrom16(a).Unmap()
-	}
-	return netip.AddrFrom16(a)
 }
 
 // compare orders keys deterministically, for ties.

@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package prefetch
+
+// Line is a no-op where no assembly prefetch is provided.
+func Line(uintptr) {}

@@ -1,0 +1,341 @@
+package query
+
+import (
+	"container/heap"
+	"net/netip"
+	"slices"
+	"time"
+	"unsafe"
+)
+
+// gkey is a group's compact key: interned address ids, ports, protocol,
+// interned interface id and time bin packed in 24 bytes, so that the group
+// map stays small and hashes fast even with millions of groups.
+type gkey struct {
+	addrs uint64 // src id << 32 | dst id (0: not grouped)
+	rest  uint64 // sport << 48 | dport << 32 | proto << 24 | iface id
+	t     int64  // time bin start, Unix ns
+}
+
+// addrKey is an interned address: IPv4-mapped bytes and the IP version,
+// so that an IPv6 row with a mapped-looking address stays apart.
+type addrKey struct {
+	a   [16]byte
+	ver uint8
+}
+
+// cacheSize is the direct-mapped cache in front of the address table:
+// flow data is Zipf-skewed, so most lookups hit it and skip the map.
+const cacheSize = 1 << 12
+
+// agg sums counters per group. ids start at 1 so that 0 means "not
+// grouped".
+type agg struct {
+	groups sharded
+
+	addrID map[addrKey]uint32
+	addrs  []addrKey // id-1 → address
+	cache  [cacheSize]struct {
+		k  addrKey
+		id uint32
+	}
+	ifaceID map[string]uint32
+	ifaces  []string
+}
+
+func newAgg() *agg {
+	a := &agg{addrID: map[addrKey]uint32{}, ifaceID: map[string]uint32{}}
+	a.groups.init()
+	return a
+}
+
+// addr interns an address.
+func (g *agg) addr(a *[16]byte, ver uint8) uint32 {
+	h := (uint32(a[15]) | uint32(a[14])<<8 | uint32(a[13])<<16 ^ uint32(a[11])<<4) & (cacheSize - 1)
+	c := &g.cache[h]
+	if c.id != 0 && c.k.a == *a && c.k.ver == ver {
+		return c.id
+	}
+	k := addrKey{*a, ver}
+	id := g.addrID[k]
+	if id == 0 {
+		g.addrs = append(g.addrs, k)
+		id = uint32(len(g.addrs))
+		g.addrID[k] = id
+	}
+	c.k, c.id = k, id
+	return id
+}
+
+// iface interns an interface name.
+func (g *agg) iface(name string) uint32 {
+	id := g.ifaceID[name]
+	if id == 0 {
+		g.ifaces = append(g.ifaces, name)
+		id = uint32(len(g.ifaces))
+		g.ifaceID[name] = id
+	}
+	return id
+}
+
+// add adds c to group k.
+func (g *agg) add(k gkey, c *Counters) { g.groups.find(k).add(c) }
+
+// merge adds o's groups into g, translating o's interned ids to g's.
+func (g *agg) merge(o *agg) {
+	addrT := make([]uint32, len(o.addrs)+1)
+	for i := range o.addrs {
+		addrT[i+1] = g.addr(&o.addrs[i].a, o.addrs[i].ver)
+	}
+	ifT := make([]uint32, len(o.ifaces)+1)
+	for i, n := range o.ifaces {
+		ifT[i+1] = g.iface(n)
+	}
+	o.groups.each(func(sl *slot) {
+		k := sl.k
+		k.addrs = uint64(addrT[k.addrs>>32])<<32 | uint64(addrT[uint32(k.addrs)])
+		k.rest = k.rest&^0xffffff | uint64(ifT[k.rest&0xffffff])
+		g.add(k, &sl.c)
+	})
+	o.groups.release()
+}
+
+// public expands a compact key.
+func (g *agg) public(k gkey) Key {
+	p := Key{SrcPort: uint16(k.rest >> 48), DstPort: uint16(k.rest >> 32), Proto: uint8(k.rest >> 24)}
+	if id := k.rest & 0xffffff; id != 0 {
+		p.Iface = g.ifaces[id-1]
+	}
+	if k.t != 0 {
+		p.Time = time.Unix(0, k.t).UTC()
+	}
+	p.SrcIP, p.DstIP = g.ip(uint32(k.addrs>>32)), g.ip(uint32(k.addrs))
+	return p
+}
+
+func (g *agg) ip(id uint32) netip.Addr {
+	if id == 0 {
+		return netip.Addr{}
+	}
+	a := g.addrs[id-1]
+	if a.ver == 4 {
+		return netip.AddrFrom16(a.a).Unmap()
+	}
+	return netip.AddrFrom16(a.a)
+}
+
+// rank sums the totals and returns the rows q asks for: all groups sorted,
+// or the top Limit per time bin picked with a bounded heap (sorting
+// millions of groups to show ten would dominate the query).
+func (g *agg) rank(q *Query) ([]Row, Counters) {
+	var tot Counters
+	better := func(a, b *slot) bool { // a ranks before b within a bin
+		va, vb := a.c.Value(q.Sort, q.Dir), b.c.Value(q.Sort, q.Dir)
+		if va != vb {
+			return (va > vb) != q.Ascending
+		}
+		ka, kb := g.public(a.k), g.public(b.k)
+		return ka.compare(&kb) < 0
+	}
+	var pick []*slot
+	bins := map[int64]*topN{}
+	g.groups.each(func(s *slot) {
+		tot.add(&s.c)
+		if q.Limit <= 0 {
+			pick = append(pick, s)
+			return
+		}
+		h := bins[s.k.t]
+		if h == nil {
+			h = &topN{less: better}
+			bins[s.k.t] = h
+		}
+		h.offer(s, q.Limit)
+	})
+	for _, h := range bins {
+		pick = append(pick, h.s...)
+	}
+	slices.SortFunc(pick, func(a, b *slot) int {
+		if a.k.t != b.k.t {
+			if a.k.t < b.k.t {
+				return -1
+			}
+			return 1
+		}
+		if better(a, b) {
+			return -1
+		}
+		if better(b, a) {
+			return 1
+		}
+		return 0
+	})
+	rows := make([]Row, len(pick))
+	for n, s := range pick {
+		rows[n] = Row{Key: g.public(s.k), Counters: s.c}
+	}
+	return rows, tot
+}
+
+// topN keeps the best n slots offered: a heap whose root is the worst
+// kept, replaced when a better one comes.
+type topN struct {
+	s    []*slot
+	less func(a, b *slot) bool // a ranks before b
+}
+
+func (h *topN) Len() int           { return len(h.s) }
+func (h *topN) Less(a, b int) bool { return h.less(h.s[b], h.s[a]) } // worst at the root
+func (h *topN) Swap(a, b int)      { h.s[a], h.s[b] = h.s[b], h.s[a] }
+func (h *topN) Push(x any)         { h.s = append(h.s, x.(*slot)) }
+func (h *topN) Pop() any {
+	x := h.s[len(h.s)-1]
+	h.s = h.s[:len(h.s)-1]
+	return x
+}
+
+func (h *topN) offer(s *slot, n int) {
+	if len(h.s) < n {
+		heap.Push(h, s)
+		return
+	}
+	if h.less(s, h.s[0]) {
+		h.s[0] = s
+		heap.Fix(h, 0)
+	}
+}
+
+// shards is the number of tables a group set is split into by the high
+// bits of the hash: each grows on its own, so growing never holds two
+// copies of all groups at once.
+const shards = 64
+
+// sharded is a set of groups in shards tables.
+type sharded struct {
+	t [shards]table
+	n int
+}
+
+func (s *sharded) init() {
+	for i := range s.t {
+		s.t[i].init(16)
+	}
+	s.n = 0
+}
+
+func (s *sharded) shard(h uint64) *table { return &s.t[h>>57&(shards-1)] }
+
+// find returns the sums of group k, adding it if new.
+func (s *sharded) find(k gkey) *Counters { return s.findH(k, k.hash()) }
+
+// findH is find with k's hash already computed.
+func (s *sharded) findH(k gkey, h uint64) *Counters {
+	t := s.shard(h)
+	n := t.n
+	c := t.findH(k, h)
+	s.n += t.n - n
+	return c
+}
+
+// slotAddr is the address of the slot hash h starts probing at.
+func (s *sharded) slotAddr(h uint64) uintptr { return s.shard(h).slotAddr(h) }
+
+// each calls fn for every group.
+func (s *sharded) each(fn func(*slot)) {
+	for i := range s.t {
+		sl := s.t[i].slots
+		for j := range sl {
+			if sl[j].c.Flows != 0 {
+				fn(&sl[j])
+			}
+		}
+	}
+}
+
+// release frees every shard's memory at once.
+func (s *sharded) release() {
+	for i := range s.t {
+		s.t[i].release()
+	}
+	s.n = 0
+}
+
+// table is an open-addressing hash table of groups with linear probing. A
+// slot holds the key and the sums together (64 bytes: one cache line), so
+// adding a row to an existing group costs one miss; a slot is empty while
+// its Flows is 0, as every group holds at least one record.
+type table struct {
+	slots []slot
+	mask  uint64
+	n     int
+	free  func() // releases slots outside the Go heap, or nil
+}
+
+type slot struct {
+	k gkey
+	c Counters
+}
+
+func (t *table) init(size int) {
+	t.slots, t.free = allocSlots(size)
+	t.mask = uint64(size - 1)
+	t.n = 0
+}
+
+// release gives the table's memory back at once (the next use must init).
+func (t *table) release() {
+	if t.free != nil {
+		t.free()
+	}
+	t.slots, t.free, t.n = nil, nil, 0
+}
+
+// slotAddr is the address of the slot hash h starts probing at, for
+// prefetching.
+func (t *table) slotAddr(h uint64) uintptr {
+	return uintptr(unsafe.Pointer(&t.slots[h&t.mask]))
+}
+
+func (k *gkey) hash() uint64 {
+	h := k.addrs*0x9e3779b97f4a7c15 ^ k.rest*0xc2b2ae3d27d4eb4f ^ uint64(k.t)*0x165667b19e3779f9
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+// find returns the sums of group k, adding the group if it is new.
+func (t *table) find(k gkey) *Counters { return t.findH(k, k.hash()) }
+
+// findH is find with k's hash already computed.
+func (t *table) findH(k gkey, h uint64) *Counters {
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		s := &t.slots[i]
+		if s.c.Flows == 0 {
+			if t.n >= len(t.slots)*7/10 {
+				t.grow()
+				return t.findH(k, h)
+			}
+			t.n++
+			s.k = k
+			return &s.c
+		}
+		if s.k == k {
+			return &s.c
+		}
+	}
+}
+
+// grow doubles the table.
+func (t *table) grow() {
+	old, free := t.slots, t.free
+	f := 2
+	t.init(f * len(old))
+	for i := range old {
+		if old[i].c.Flows != 0 {
+			*t.find(old[i].k) = old[i].c
+		}
+	}
+	if free != nil {
+		free() // at once: peak memory is old + new, not old + new + garbage
+	}
+}
