@@ -17,7 +17,9 @@ go test -run '^$' -bench 'BenchmarkDecode' -benchmem -count "$count" ./internal/
 go test -run '^$' -bench 'BenchmarkUpdate|BenchmarkExpire|BenchmarkMemoryLatency' -benchmem -count "$count" ./internal/flow >"$out/flow.txt"
 go test -run '^$' -bench . -benchmem -count "$count" -benchtime 2000000x ./internal/pipeline >"$out/pipeline.txt"
 go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./internal/sink/stdout >"$out/io.txt"
-go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt
+go test -run '^$' -bench 'BenchmarkQuery' -benchmem -count "$count" -benchtime 3x ./internal/query >"$out/query.txt"
+go test -run '^$' -bench 'BenchmarkEncodeBlock|BenchmarkReadBlock|BenchmarkAggregate' -benchmem -count "$count" ./internal/store >"$out/store.txt"
+go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt "$out"/query.txt "$out"/store.txt
 
 echo
 echo "== memory: weir's resident set replaying a capture whose flows fill --max-flows (all live at once)"
@@ -75,3 +77,20 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "skipped: needs root for the test hosts"
 fi
+
+echo
+echo "== store and query: 10.08M rows (weir bench gendb: 7 days x 288 blocks x 5,000 flows), warm cache, top 10"
+dir=$out/gendb-week
+rm -rf "$dir"
+bin/weir bench gendb --data-dir "$dir"
+bin/weir query -d "$dir" sip >/dev/null # warm the page cache
+# query ARGS...: median wall seconds and the largest max RSS of 3 runs
+query() {
+  for i in 1 2 3; do /usr/bin/time -f '%e %M' bin/weir query -d "$dir" "$@" 2>&1 >/dev/null | tail -1; done |
+    sort -n | awk '{w[NR] = $1; if ($2 > m) m = $2} END {printf "%6.2f s  %5.0f MiB", w[2], m / 1024}'
+}
+for q in "sip" "sip,dip" "sip,dip,dport,proto" "sip,dip dport = 443" "sip,dip sip = 10.0.62.253"; do
+  # shellcheck disable=SC2086 # the words are the query's arguments
+  printf "%-28s %s   (%s)\n" "$q" "$(query $q)" "$(bin/weir query -d "$dir" $q | tail -1 | sed 's/; [0-9.]*m\?s$//')"
+done
+rm -rf "$dir"
