@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -62,12 +63,15 @@ func (l *lockedBuffer) String() string {
 // TestLiveSIGTERM: weir captures a test host's interface; traffic flows;
 // SIGTERM flushes the flows still live with reason shutdown and exact
 // counts, metrics are served on the host's loopback, and weir exits 0.
+// Meanwhile 'weir query --live' sees the live flows, and afterwards the
+// store holds exactly the records printed.
 func TestLiveSIGTERM(t *testing.T) {
 	pr := testbed.NewPair(t)
 	bin := buildWeir(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "-i", pr.B.Iface, "-o", "json",
-		"--stats", "--filter", "udp", "--workers", "2")
+		"--stats", "--filter", "udp", "--workers", "2", "--data-dir", dataDir)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -117,6 +121,15 @@ func TestLiveSIGTERM(t *testing.T) {
 	if len(live) != 2 || live[0].Packets != n || live[0].EndReason != "none" || live[0].DstPort != port {
 		t.Errorf("/flows/live: %+v, want the 2 UDP flows of %d packets, reason none", live, n)
 	}
+	// weir query --live, in the host's namespace: nothing is stored yet
+	// (the writeout is 5 minutes away), the live flows are counted.
+	if got := vals["weir_store_rows_written_total"]; got != 0 {
+		t.Errorf("weir_store_rows_written_total = %v before the first writeout", got)
+	}
+	q := queryJSON(t, "ip", "netns", "exec", pr.B.Name, bin, "query", "-d", dataDir, "--live", "-o", "json", "dport")
+	if len(q.Rows) != 1 || q.Rows[0].DPort != port || q.Rows[0].PacketsOut != 2*n || q.Rows[0].Flows != 2 || q.Stats.LiveRecords != 2 {
+		t.Errorf("query --live: %+v, want port %d with 2 flows of %d packets, all live", q, port, n)
+	}
 
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
@@ -146,6 +159,48 @@ func TestLiveSIGTERM(t *testing.T) {
 	if !strings.Contains(stderr.String(), "kernel: 1,000 received, 0 dropped") {
 		t.Errorf("--stats should show the kernel's counts for %s:\n%s", pr.B.Iface, stderr.String())
 	}
+	// At exit the records went to the store: the query now reads them there.
+	q = queryJSON(t, bin, "query", "-d", dataDir, "-o", "json", "sip,dport")
+	if len(q.Rows) != 2 || q.Stats.LiveRecords != 0 || q.Stats.RowsMatched != 2 {
+		t.Fatalf("stored: %+v, want the 2 flows", q)
+	}
+	for _, r := range q.Rows {
+		if r.DPort != port || r.PacketsOut != n || r.Flows != 1 {
+			t.Errorf("stored row %+v, want %d packets to port %d", r, n, port)
+		}
+	}
+}
+
+// queryResult is the part of 'weir query -o json' the tests read.
+type queryResult struct {
+	Rows []struct {
+		SIP        string `json:"sip"`
+		DPort      uint16 `json:"dport"`
+		PacketsOut uint64 `json:"packets_out"`
+		Flows      uint64 `json:"flows"`
+	}
+	Stats struct {
+		LiveRecords int   `json:"live_records"`
+		RowsMatched int64 `json:"rows_matched"`
+	}
+}
+
+// queryJSON runs a command line that ends in 'weir query ... -o json'.
+func queryJSON(t *testing.T, args ...string) queryResult {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("%v: %v\n%s", args, err, ee.Stderr)
+		}
+		t.Fatalf("%v: %v", args, err)
+	}
+	var q queryResult
+	if err := json.Unmarshal(out, &q); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return q
 }
 
 // scrape fetches path from 127.0.0.1:9464 inside h's namespace. The
