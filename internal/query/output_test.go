@@ -176,3 +176,29 @@ func TestLiveLoopbackOnly(t *testing.T) {
 		t.Error("more than the limit accepted")
 	}
 }
+
+// FuzzReadRecords: whatever a live endpoint sends, ReadRecords returns an
+// error or at most limit records of one address family each; never a panic.
+func FuzzReadRecords(f *testing.F) {
+	rec := flow.Record{Packets: 3, Bytes: 180, Iface: "eth0", Start: 1, End: 2}
+	rec.Key.IPVersion = 4
+	f.Add(string(stdout.AppendJSON(nil, &rec)) + "\n")
+	f.Add(`{"src_ip":"::1","dst_ip":"::2","proto":58,"icmp_type":128}` + "\n\n")
+	f.Add(`{"src_ip":"10.0.0.1","dst_ip":"::2"}`)
+	f.Add(`{"packets":-1}`)
+	f.Add("[1,2,3]\n{")
+	f.Fuzz(func(t *testing.T, s string) {
+		recs, err := ReadRecords(strings.NewReader(s), 4)
+		if err != nil {
+			return
+		}
+		if len(recs) > 4 {
+			t.Fatalf("%d records past the limit", len(recs))
+		}
+		for _, r := range recs {
+			if r.Key.IPVersion != 4 && r.Key.IPVersion != 6 {
+				t.Fatalf("IP version %d", r.Key.IPVersion)
+			}
+		}
+	})
+}
