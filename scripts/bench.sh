@@ -26,7 +26,7 @@ echo "== memory: weir's resident set replaying a capture whose flows fill --max-
 for n in 100000 1000000; do
   f=$out/flows-$n.pcap
   [ -f "$f" ] || go run ./internal/tools/mksample -o "$f" -flows $n -packets $((n * 3)) 2>/dev/null
-  line=$(bin/weir capture --read "$f" --max-flows=$n -o none --stats 2>&1 | grep '^memory')
+  line=$(bin/weir capture --read "$f" --max-flows=$n -o none --data-dir off --stats 2>&1 | grep '^memory')
   echo "max-flows $n: ${line#memory      }"
 done
 
@@ -50,7 +50,7 @@ softflowd_cpu() {
   rm -rf "$dir"
 }
 
-w=$(cpu bin/weir capture --read "$pcapfile" --max-flows=20000 -o none)
+w=$(cpu bin/weir capture --read "$pcapfile" --max-flows=20000 -o none --data-dir off)
 echo "weir capture --read:         ${w}s CPU ($(awk -v s="$w" 'BEGIN{printf "%.0f", s*1e9/1e6}') ns/packet)"
 # softflowd exports IPFIX to the discard port on loopback: nothing listens,
 # nothing leaves the host.

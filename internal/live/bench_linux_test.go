@@ -81,7 +81,7 @@ func liveLoadRun(b *testing.B, pr *testbed.Pair, bin string, workers int) loadRe
 	b.Helper()
 	weir := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "-i", pr.B.Iface,
 		"--workers", strconv.Itoa(workers), "-o", "none", "--stats", "--metrics-addr", "off",
-		"--filter", "udp", "--max-flows", "65536")
+		"--filter", "udp", "--max-flows", "65536", "--data-dir", "off") // the packet path only, as softflowd
 	if dir := os.Getenv("WEIR_BENCH_PROFILE"); dir != "" { // a CPU profile per run, for go tool pprof
 		weir.Args = append(weir.Args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("weir-w%d-%d.pprof", workers, time.Now().UnixNano())))
 	}

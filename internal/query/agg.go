@@ -2,6 +2,7 @@ package query
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"time"
@@ -26,7 +27,7 @@ type addrKey struct {
 
 // cacheSize is the direct-mapped cache in front of the address table:
 // flow data is Zipf-skewed, so most lookups hit it and skip the map.
-const cacheSize = 1 << 12
+const cacheSize = 1 << 14
 
 // agg sums counters per group. ids start at 1 so that 0 means "not
 // grouped".
@@ -51,7 +52,8 @@ func newAgg() *agg {
 
 // addr interns an address.
 func (g *agg) addr(a *[16]byte, ver uint8) uint32 {
-	h := (uint32(a[15]) | uint32(a[14])<<8 | uint32(a[13])<<16 ^ uint32(a[11])<<4) & (cacheSize - 1)
+	lo := binary.LittleEndian.Uint64(a[8:]) ^ uint64(ver)
+	h := (lo * 0x9e3779b97f4a7c15) >> (64 - 14) // cacheSize = 1<<14
 	c := &g.cache[h]
 	if c.id != 0 && c.k.a == *a && c.k.ver == ver {
 		return c.id
