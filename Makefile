@@ -17,7 +17,8 @@ IFACE     ?= $(shell ip -o route show default 2>/dev/null | awk '{for (i = 1; i 
 DURATION  ?= 0
 
 ## run: weir's main job — watch the default-route interface live: top flows every 5s,
-##      metrics on 127.0.0.1:9464/metrics, counters at exit (Ctrl-C, or DURATION=1m)
+##      metrics on 127.0.0.1:9464/metrics, every record stored in ./weir-data (query it
+##      with bin/weir query talk_conv), counters at exit (Ctrl-C, or DURATION=1m)
 run: deps-run build
 	$(BIN) capture -i $(or $(IFACE),any) --top 15 --interval 5s --duration $(DURATION) --stats
 
