@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 	"unsafe"
+
+	"github.com/weir-dev/weir/internal/prefetch"
 )
 
 // gkey is a group's compact key: interned address ids, ports, protocol,
@@ -333,6 +335,11 @@ func (t *table) grow() {
 	f := 2
 	t.init(f * len(old))
 	for i := range old {
+		// Rehashing lands every group at a random slot of the new table:
+		// prefetch the one aheadRows slots on, as the row loop does.
+		if j := i + aheadRows; j < len(old) && old[j].c.Flows != 0 {
+			prefetch.Line(t.slotAddr(old[j].k.hash()))
+		}
 		if old[i].c.Flows != 0 {
 			*t.find(old[i].k) = old[i].c
 		}
