@@ -172,6 +172,7 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 		return nil, err
 	}
 	for i, sc := range scans {
+		sc.flushByID()
 		if i == 0 || !parted { // partitioned workers all saw every row
 			res.Stats.BlocksSkipped += sc.skipped
 			res.Stats.BlocksCorrupt += sc.corrupt
@@ -238,7 +239,11 @@ type scanner struct {
 	skipped, corrupt  int
 	scanned, matched  int64
 	need, needPartial store.Column
-	part, parts       uint64 // this scanner keeps the groups of hash partition part
+	part, parts       uint64     // this scanner keeps the groups of hash partition part
+	srcIDs, dstIDs    dictIDs    // per block: dictionary index → interned id
+	acc               []Counters // per block: sums per dictionary entry (byDict)
+	byID              []Counters // byDict's sums per interned address id
+	accVer            []uint8
 	keys              []gkey // per block: keys, hashes and rows to add
 	hs                []uint64
 	idx               []int32
@@ -311,6 +316,11 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 	if sc.group[AttrIface] {
 		k.rest = uint64(sc.g.iface(c.Iface))
 	}
+	if sc.byDict(c, sel) {
+		return
+	}
+	sc.srcIDs.reset(len(c.SrcDict))
+	sc.dstIDs.reset(len(c.DstDict))
 	g := &sc.group
 	// First the keys and hashes of the rows this scanner keeps, then the
 	// table updates, each prefetching the slot of the row aheadRows later:
@@ -324,10 +334,10 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		sc.matched++
 		var src, dst uint32
 		if g[AttrSrcIP] {
-			src = sc.g.addr(&c.SrcAddr[i], c.IPVersion[i])
+			src = sc.srcIDs.id(sc.g, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, i)
 		}
 		if g[AttrDstIP] {
-			dst = sc.g.addr(&c.DstAddr[i], c.IPVersion[i])
+			dst = sc.dstIDs.id(sc.g, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, i)
 		}
 		k.addrs = uint64(src)<<32 | uint64(dst)
 		k.rest &= 0xffffff
@@ -360,6 +370,108 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
 		t.findH(keys[j], hs[j]).add(&one)
 	}
+}
+
+// byDict is the fast path of the commonest question, top sources or top
+// destinations (talk_src, talk_dst): rows are summed per entry of the
+// block's address dictionary in a small array, and only the distinct
+// addresses reach the group table. It reports whether it applied.
+func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
+	var dict [][16]byte
+	var idx []uint32
+	switch {
+	case len(sc.q.Group) != 1 || sc.parts > 1:
+		return false
+	case sc.q.Group[0] == AttrSrcIP:
+		dict, idx = c.SrcDict, c.SrcIdx
+	case sc.q.Group[0] == AttrDstIP:
+		dict, idx = c.DstDict, c.DstIdx
+	default:
+		return false
+	}
+	if dict == nil || len(dict) >= c.N { // live records, or no fewer entries than rows
+		return false
+	}
+	acc := slices.Grow(sc.acc[:0], len(dict))[:len(dict)]
+	clear(acc)
+	vers := slices.Grow(sc.accVer[:0], len(dict))[:len(dict)]
+	sc.acc, sc.accVer = acc, vers
+	for i, x := range idx[:c.N] {
+		if !sel[i] {
+			continue
+		}
+		sc.matched++
+		a := &acc[x]
+		if a.Flows != 0 && vers[x] != c.IPVersion[i] { // one address in both families: rare, exact
+			sc.g.add(gkey{addrs: sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))}, &Counters{c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i], 1})
+			continue
+		}
+		vers[x] = c.IPVersion[i]
+		a.Packets += c.Packets[i]
+		a.Bytes += c.Bytes[i]
+		a.RevPackets += c.RevPackets[i]
+		a.RevBytes += c.RevBytes[i]
+		a.Flows++
+	}
+	for x := range acc {
+		if acc[x].Flows != 0 {
+			id := sc.g.addr(&dict[x], vers[x])
+			if int(id) >= len(sc.byID) {
+				sc.byID = slices.Grow(sc.byID, int(id)+1-len(sc.byID))[:id+1]
+			}
+			sc.byID[id].add(&acc[x]) // the id is the group: an array, not the table
+		}
+	}
+	return true
+}
+
+// flushByID moves byDict's sums into the group table.
+func (sc *scanner) flushByID() {
+	for id := range sc.byID {
+		if sc.byID[id].Flows != 0 {
+			sc.g.add(gkey{addrs: sc.pack(uint32(id))}, &sc.byID[id])
+		}
+	}
+	sc.byID = nil
+}
+
+// pack places an interned address id in a key's address word, as the
+// source or the destination of a single-address group-by.
+func (sc *scanner) pack(id uint32) uint64 {
+	if sc.q.Group[0] == AttrSrcIP {
+		return uint64(id) << 32
+	}
+	return uint64(id)
+}
+
+// dictIDs memoises, for one block, the interned id of each entry of an
+// address column's dictionary: a block of 5000 rows typically has a few
+// hundred distinct addresses, so the address table is consulted once per
+// distinct address instead of once per row.
+type dictIDs struct {
+	ids []uint32 // 0: not interned yet
+	ver []uint8
+}
+
+func (d *dictIDs) reset(n int) {
+	d.ids = slices.Grow(d.ids[:0], n)[:n]
+	d.ver = slices.Grow(d.ver[:0], n)[:n]
+	clear(d.ids)
+}
+
+// id is the interned id of row i's address. Live records come without a
+// dictionary (dict nil): then each row is interned itself.
+func (d *dictIDs) id(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) uint32 {
+	if dict == nil {
+		return g.addr(&rows[i], ver[i])
+	}
+	x := idx[i]
+	if id := d.ids[x]; id != 0 && d.ver[x] == ver[i] {
+		return id
+	}
+	id := g.addr(&dict[x], ver[i]) // first use, or an address seen in both families (::ffff:a.b.c.d)
+	d.ids[x], d.ver[x] = id, ver[i]
+	return id
 }
 
 // aheadRows is how many rows ahead the aggregation prefetches.

@@ -186,15 +186,24 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
 	return putPlanes(dst, t.idx, iw), encADict
 }
 
-// decodeAddrs decodes an address stream of n rows into dst.
-func decodeAddrs(d *intDecoder, dict *[][16]byte, enc uint8, st []byte, n int, dst [][16]byte) ([][16]byte, error) {
+// decodeAddrs decodes an address stream of n rows into dst, and sets dict
+// and idx such that dst[i] == dict[idx[i]]: dict is the stored dictionary
+// (decoded into buf) for a dict-encoded stream, the rows themselves (and
+// idx 0..n-1) for a raw one.
+func decodeAddrs(d *intDecoder, buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n int, dst [][16]byte) ([][16]byte, error) {
 	dst = slices.Grow(dst[:0], n)[:n]
+	ix := slices.Grow((*idx)[:0], n)[:n]
+	*idx = ix
 	switch enc {
 	case encARaw:
 		used, ok := getAddrs(st, dst)
 		if !ok || used != len(st) {
 			return dst, errBadStream
 		}
+		for i := range ix {
+			ix[i] = uint32(i)
+		}
+		*dict = dst
 		return dst, nil
 	case encADict:
 		if len(st) < 5 {
@@ -205,8 +214,8 @@ func decodeAddrs(d *intDecoder, dict *[][16]byte, enc uint8, st []byte, n int, d
 		if iw > 4 || size > len(st) || (size == 0 && n > 0) {
 			return dst, errBadStream
 		}
-		dv := slices.Grow((*dict)[:0], size)[:size]
-		*dict = dv
+		dv := slices.Grow((*buf)[:0], size)[:size]
+		*buf, *dict = dv, dv
 		used, ok := getAddrs(st[5:], dv)
 		if !ok || len(st)-5-used != n*iw {
 			return dst, errBadStream
@@ -219,6 +228,7 @@ func decodeAddrs(d *intDecoder, dict *[][16]byte, enc uint8, st []byte, n int, d
 				return dst, errBadStream
 			}
 			dst[i] = dv[x]
+			ix[i] = uint32(x)
 		}
 		return dst, nil
 	}

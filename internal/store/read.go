@@ -53,6 +53,13 @@ type Columns struct {
 	VLAN                             []uint16
 	Start, End                       []int64 // Unix ns
 	Iface                            string
+	// With ColSrcAddr (ColDstAddr), SrcAddr[i] == SrcDict[SrcIdx[i]]. A
+	// dictionary-encoded block's Dict holds each distinct address once, so
+	// a consumer can do per-address work once per block instead of once
+	// per row; for other blocks Dict is SrcAddr itself and Idx 0..N-1.
+	SrcDict, DstDict [][16]byte
+	SrcIdx, DstIdx   []uint32
+	srcBuf, dstBuf   [][16]byte // the dictionaries' storage, reused
 }
 
 // colsOf maps requested Columns to stored column ids.
@@ -88,7 +95,6 @@ type decoder struct {
 	raw   []byte
 	dec   []byte
 	id    intDecoder
-	adict [][16]byte
 	start []int64
 }
 
@@ -157,9 +163,9 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		}
 		switch id {
 		case cSrcAddr:
-			dst.SrcAddr, err = decodeAddrs(&d.id, &d.adict, c.enc, st, n, dst.SrcAddr)
+			dst.SrcAddr, err = decodeAddrs(&d.id, &dst.srcBuf, &dst.SrcDict, &dst.SrcIdx, c.enc, st, n, dst.SrcAddr)
 		case cDstAddr:
-			dst.DstAddr, err = decodeAddrs(&d.id, &d.adict, c.enc, st, n, dst.DstAddr)
+			dst.DstAddr, err = decodeAddrs(&d.id, &dst.dstBuf, &dst.DstDict, &dst.DstIdx, c.enc, st, n, dst.DstAddr)
 		case cIPVersion:
 			dst.IPVersion, err = decodeInts(&d.id, c.enc, st, n, dst.IPVersion)
 		case cSrcPort:
@@ -228,6 +234,8 @@ func (d *decoder) addStart(h *blockHeader, blk []byte, base int, have bool, dst 
 func (c *Columns) reset() {
 	c.N = 0
 	c.SrcAddr, c.DstAddr = c.SrcAddr[:0], c.DstAddr[:0]
+	c.SrcIdx, c.DstIdx = c.SrcIdx[:0], c.DstIdx[:0]
+	c.SrcDict, c.DstDict = c.srcBuf[:0], c.dstBuf[:0]
 	c.IPVersion = c.IPVersion[:0]
 	c.SrcPort, c.DstPort = c.SrcPort[:0], c.DstPort[:0]
 	c.Proto, c.ICMPType, c.ICMPCode = c.Proto[:0], c.ICMPType[:0], c.ICMPCode[:0]
