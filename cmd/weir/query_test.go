@@ -141,6 +141,7 @@ func TestQueryUsage(t *testing.T) {
 		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir}, exitFailure, "another weir capture is writing there"},
 		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir, "--retention", "5x"}, exitUsage, "is not a duration"},
 		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir, "--max-size", "lots"}, exitUsage, "is not a size"},
+		{[]string{"capture", "--synthetic", "flows=10,packets=20", "-o", "none", "--data-dir", dir + "x", "--time-precision", "0s"}, exitUsage, "--time-precision must be"},
 	} {
 		code, _, errs := runCLI(c.args...)
 		if code != c.code || !strings.Contains(errs, c.err) {

@@ -74,6 +74,7 @@ type storeOpts struct {
 	retention durationFlag
 	maxSize   bytesFlag
 	writeout  time.Duration
+	precision time.Duration
 }
 
 func (o *storeOpts) flags(fs *flag.FlagSet) {
@@ -81,6 +82,7 @@ func (o *storeOpts) flags(fs *flag.FlagSet) {
 	fs.Var(&o.retention, "retention", "delete stored days older than this `age` (30d, 12h; 0 keeps everything)")
 	fs.Var(&o.maxSize, "max-size", "delete the oldest stored days while the store is larger than this `size` (20GiB; 0: no limit)")
 	fs.DurationVar(&o.writeout, "writeout", store.DefaultWriteout, "write buffered records to the store this often (and at exit)")
+	fs.DurationVar(&o.precision, "time-precision", store.DefaultTimePrecision, "store start and end times at this resolution (start rounded down, end up; 1ns keeps them exact); counts are always exact")
 }
 
 // open opens the store, or returns nil when disabled. A directory held by
@@ -92,8 +94,11 @@ func (o *storeOpts) open() (*store.Store, error) {
 	if o.writeout <= 0 {
 		return nil, errUsage("--writeout must be positive")
 	}
+	if o.precision <= 0 || o.precision > time.Hour {
+		return nil, errUsage("--time-precision must be within 1ns..1h")
+	}
 	s, err := store.Open(store.Config{Dir: o.dir, Writeout: o.writeout,
-		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize)})
+		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize), TimePrecision: o.precision})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("--data-dir %s: another weir capture is writing there; give this one another --data-dir, or 'off'", o.dir)
 	}

@@ -16,6 +16,13 @@
 // row's Start. Names starting with '.' are temporary (deleted partitions,
 // index temps) and ignored by readers.
 //
+// # Rows and times
+//
+// A writeout rounds each row's Start down and End up to Config.TimePrecision
+// (1 ms by default, as IPFIX and nfdump keep them; 1 ns is exact) and writes
+// the block's rows sorted by Start, stably: readers get them in that order,
+// not in the order they were written. Counts are always exact.
+//
 // # FORMAT
 //
 // All integers are little-endian. A block is

@@ -31,7 +31,7 @@ func checkRow(t testing.TB, r flow.Record) {
 
 // buildSmall writes 2 partitions of 3 blocks each and returns every row.
 func buildSmall(t *testing.T, dir string) []flow.Record {
-	s := openT(t, Config{Dir: dir, NoSync: true})
+	s := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
 	var all []flow.Record
 	for b := 0; b < 3; b++ {
 		for _, iface := range []string{"a", "b"} {
@@ -141,7 +141,7 @@ func TestCorruption(t *testing.T) {
 	}
 	// The writer recovers too, and appends after the intact blocks.
 	os.WriteFile(idxPath, idx[:10], 0o644)
-	s := openT(t, Config{Dir: dir, NoSync: true})
+	s := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
 	more := mkRecs(5, 10000, "a", t0+9)
 	s.Write(more)
 	if err := s.Close(); err != nil || s.Stats().CorruptIndexes != 1 {
@@ -159,7 +159,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("crash-test child only")
 	}
 	base, _ := strconv.ParseUint(os.Getenv("WEIR_STORE_CRASH_BASE"), 10, 64)
-	s, err := Open(Config{Dir: dir})
+	s, err := Open(Config{Dir: dir, TimePrecision: time.Nanosecond})
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(3)
@@ -257,7 +257,7 @@ func TestCrashSafety(t *testing.T) {
 
 func TestConcurrentReader(t *testing.T) {
 	dir := t.TempDir()
-	w := openT(t, Config{Dir: dir, NoSync: true})
+	w := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
 	r, err := OpenReadOnly(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -98,7 +99,7 @@ func mkRecs(n int, first uint64, iface string, at int64) []flow.Record {
 
 func TestStoreWriteRead(t *testing.T) {
 	dir := t.TempDir()
-	s := openT(t, Config{Dir: dir})
+	s := openT(t, Config{Dir: dir, TimePrecision: time.Nanosecond})
 	var all []flow.Record
 	evil := "../../evil/x"
 	batches := [][]flow.Record{
@@ -169,7 +170,7 @@ func TestStoreWriteRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	all = append(all, more...)
-	s = openT(t, Config{Dir: dir})
+	s = openT(t, Config{Dir: dir, TimePrecision: time.Nanosecond})
 	more = mkRecs(5, 6000, "eth0", t0+60)
 	s.Write(more)
 	all = append(all, more...)
@@ -184,7 +185,7 @@ func TestStoreWriteRead(t *testing.T) {
 }
 
 func TestReadBlockColumnSubset(t *testing.T) {
-	s := openT(t, Config{Writeout: time.Hour})
+	s := openT(t, Config{Writeout: time.Hour, TimePrecision: time.Nanosecond})
 	defer s.Close()
 	g := newGen(3)
 	recs := g.window(nil, 2000, t0, "eth1")
@@ -201,6 +202,8 @@ func TestReadBlockColumnSubset(t *testing.T) {
 	if c.N != 2000 || len(c.End) != 2000 || len(c.DstPort) != 2000 || len(c.Start) != 0 || len(c.SrcAddr) != 0 || len(c.Bytes) != 0 {
 		t.Fatalf("lens N %d end %d dport %d start %d src %d", c.N, len(c.End), len(c.DstPort), len(c.Start), len(c.SrcAddr))
 	}
+	// Rows come back in Start order (stable for equal Starts).
+	slices.SortStableFunc(recs, func(a, b flow.Record) int { return cmp.Compare(a.Start, b.Start) })
 	for i := range recs {
 		if c.End[i] != recs[i].End || c.DstPort[i] != recs[i].Key.DstPort {
 			t.Fatalf("row %d differs", i)
@@ -276,7 +279,7 @@ func TestSummaries(t *testing.T) {
 
 func TestRetention(t *testing.T) {
 	dir := t.TempDir()
-	s := openT(t, Config{Dir: dir, Retention: 3 * 24 * time.Hour, NoSync: true})
+	s := openT(t, Config{Dir: dir, Retention: 3 * 24 * time.Hour, NoSync: true, TimePrecision: time.Nanosecond})
 	now := time.Unix(0, t0+10*day+12*int64(time.Hour))
 	for d := int64(0); d < 10; d++ { // days 0..9, two ifaces
 		s.Write(mkRecs(20, uint64(d*100), "a", t0+d*day))
@@ -293,7 +296,7 @@ func TestRetention(t *testing.T) {
 	}
 	s.Close()
 
-	s = openT(t, Config{Dir: dir, NoSync: true})
+	s = openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
 	for d := int64(0); d < 10; d++ {
 		s.Write(mkRecs(20, uint64(d*100), "a", t0+d*day))
 		s.Write(mkRecs(10, uint64(d*100+50), "b", t0+d*day))
