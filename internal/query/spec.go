@@ -26,6 +26,7 @@ const (
 
 var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto"}
 
+// String is the attribute's name as ParseGroupBy accepts it.
 func (a Attr) String() string {
 	if a < numAttrs {
 		return attrText[a]
