@@ -209,7 +209,11 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 			}
 			return fail("--metrics-addr: %v", err)
 		}
-		srv = metrics.Serve(ln, reg, metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler()})
+		var pending []func(func(*flow.Record))
+		if o.st != nil {
+			pending = append(pending, o.st.Pending) // evicted, not yet written out
+		}
+		srv = metrics.Serve(ln, reg, metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler(pending...)})
 		defer srv.Close()
 	}
 

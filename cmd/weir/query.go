@@ -82,7 +82,7 @@ what the initiator (sip) sent, "in" what it received.`, queryExamples)
 	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or csv")
 	fs.StringVar(&o.output, "o", "table", "short for --output")
 	fs.BoolVar(&o.list, "list", false, "list the stored interfaces with their time spans, records and size")
-	fs.BoolVar(&o.live, "live", false, "add the flows still in a running capture's tables (from --live-url)")
+	fs.BoolVar(&o.live, "live", false, "add what a running capture has not written out yet: flows in its tables and records awaiting the next writeout (from --live-url)")
 	fs.StringVar(&o.liveURL, "live-url", query.DefaultLiveURL, "where the running capture serves its live flows (loopback only)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines decoding blocks (default: one per CPU)")
 	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
@@ -166,7 +166,7 @@ what the initiator (sip) sent, "in" what it received.`, queryExamples)
 	defer cancel()
 	var liveRecs []flow.Record
 	if o.live {
-		if liveRecs, err = query.FetchLive(ctx, o.liveURL); err != nil {
+		if liveRecs, q.Blocks, err = query.LiveSnapshot(ctx, st, o.liveURL); err != nil {
 			fmt.Fprintf(stderr, "weir query: --live: %v\n", err)
 			return exitFailure
 		}

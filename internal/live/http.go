@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 )
 
 // FlowsHandler serves the flows live in the tables now as JSON lines
-// (docs/record.md; end_reason "none"), largest first: what `weir query
-// --live` adds to the stored flows. It asks every worker, so it waits at
-// most 5 seconds.
-func (c *Capture) FlowsHandler() http.Handler {
+// (docs/record.md; end_reason "none"), largest first, followed by the
+// records each of pending yields (those emitted but not yet written where
+// a query reads them, e.g. store.Store.Pending): what `weir query --live`
+// adds to the stored flows. It asks every worker, so it waits at most 5
+// seconds.
+func (c *Capture) FlowsHandler(pending ...func(fn func(*flow.Record))) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
 		defer cancel()
@@ -22,6 +25,9 @@ func (c *Capture) FlowsHandler() http.Handler {
 		if err != nil {
 			http.Error(rw, "live flows: "+err.Error(), http.StatusServiceUnavailable)
 			return
+		}
+		for _, p := range pending {
+			p(func(r *flow.Record) { recs = append(recs, *r) })
 		}
 		rw.Header().Set("Content-Type", "application/x-ndjson")
 		w := bufio.NewWriterSize(rw, 64<<10)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -156,4 +157,46 @@ func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
 		out = append(out, *by[n])
 	}
 	return out
+}
+
+// LiveSnapshot fetches the live records from url together with a list of
+// the store's blocks from the same moment. The live records include those
+// the capture has emitted but not yet written out; a writeout between
+// listing and fetching would count its records twice, or not at all, so
+// the blocks are listed before and after the fetch and the fetch repeated
+// (up to 5 times) until no block was committed in between.
+func LiveSnapshot(ctx context.Context, s *store.Store, url string) ([]flow.Record, []store.BlockInfo, error) {
+	for range 5 {
+		before, err := s.Blocks(0, 0, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		recs, err := FetchLive(ctx, url)
+		if err != nil {
+			return nil, nil, err
+		}
+		after, err := s.Blocks(0, 0, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sameBlocks(before, after) {
+			if after == nil {
+				after = []store.BlockInfo{} // an empty store: nil would mean "list them"
+			}
+			return recs, after, nil
+		}
+	}
+	return nil, nil, errors.New("live: the store kept committing blocks while the live flows were fetched; try again")
+}
+
+func sameBlocks(a, b []store.BlockInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Iface != b[i].Iface || a[i].Day != b[i].Day || a[i].Offset != b[i].Offset {
+			return false
+		}
+	}
+	return true
 }

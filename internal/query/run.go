@@ -39,6 +39,11 @@ type Query struct {
 	// time); 0 keeps all.
 	Limit   int
 	Workers int // goroutines scanning blocks; 0: GOMAXPROCS
+	// Blocks, when not nil, are the blocks to read instead of listing the
+	// store's (they are still filtered by time and condition): a caller
+	// that pairs the store with live records lists them itself, so that
+	// both come from the same moment (see LiveSnapshot).
+	Blocks []store.BlockInfo
 }
 
 // Counters are the sums of a group. Packets and Bytes were sent by the
@@ -120,8 +125,11 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	start := time.Now()
 	from, to := bounds(q)
 	res := &Result{Query: q}
-	var blocks []store.BlockInfo
-	if s != nil {
+	blocks := q.Blocks
+	if blocks != nil && len(q.Ifaces) > 0 {
+		blocks = slices.DeleteFunc(slices.Clone(blocks), func(b store.BlockInfo) bool { return !slices.Contains(q.Ifaces, b.Iface) })
+	}
+	if s != nil && blocks == nil {
 		var err error
 		if blocks, err = s.Blocks(from, to-1, q.Ifaces); err != nil {
 			return nil, err

@@ -531,3 +531,21 @@ func floorTo(t, p int64) int64 {
 	}
 	return t - r
 }
+
+// Pending calls fn with every record buffered for the next writeout (in
+// no particular order): with the flows still in a capture's tables, they
+// are what a query of the store does not see yet. The *Record is only
+// valid during the call; fn must not call the Store. It holds the writer
+// lock while it runs, so fn should only copy.
+func (s *Store) Pending(fn func(*flow.Record)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.parts {
+		for i := range p.pend {
+			fn(&p.pend[i])
+		}
+	}
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
