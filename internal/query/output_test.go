@@ -158,8 +158,8 @@ func TestLive(t *testing.T) {
 			n++
 		}
 	}
-	if res.Stats.LiveRecords != n {
-		t.Errorf("LiveRecords = %d, want %d", res.Stats.LiveRecords, n)
+	if res.Stats.LiveRecords != n || res.Stats.RowsMatched != int64(res.Totals.Flows) {
+		t.Errorf("LiveRecords = %d, want %d; RowsMatched %d, want %d (stored and live)", res.Stats.LiveRecords, n, res.Stats.RowsMatched, res.Totals.Flows)
 	}
 }
 

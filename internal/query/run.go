@@ -117,8 +117,8 @@ type Result struct {
 	Stats  Stats
 }
 
-// Run answers q from s, adding live (flows still in a running capture's
-// tables, not yet in the store; may be nil). Blocks whose summaries rule
+// Run answers q from s, adding live (records a running capture has not
+// written to the store yet; may be nil). Blocks whose summaries rule
 // the condition out are skipped unread; the rest are decoded, only in the
 // columns the query needs, on Workers goroutines.
 func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Result, error) {
@@ -179,15 +179,6 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
 		return nil, err
 	}
-	for i, sc := range scans {
-		sc.flushByID()
-		if i == 0 || !parted { // partitioned workers all saw every row
-			res.Stats.BlocksSkipped += sc.skipped
-			res.Stats.BlocksCorrupt += sc.corrupt
-			res.Stats.RowsScanned += sc.scanned
-			res.Stats.RowsMatched += sc.matched
-		}
-	}
 	if len(live) > 0 {
 		for _, cols := range recordColumns(live, q.Ifaces) {
 			res.Stats.LiveRecords += cols.N
@@ -196,6 +187,15 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 					sc.rows(&cols, true)
 				}
 			}
+		}
+	}
+	for i, sc := range scans {
+		sc.flushByID()
+		if i == 0 || !parted { // partitioned workers all saw every row
+			res.Stats.BlocksSkipped += sc.skipped
+			res.Stats.BlocksCorrupt += sc.corrupt
+			res.Stats.RowsScanned += sc.scanned
+			res.Stats.RowsMatched += sc.matched
 		}
 	}
 	if parted {
