@@ -114,7 +114,7 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 		return fail("unknown --output %q: use table, json or none", o.output)
 	}
 
-	if !(len(o.live.ifaces) > 0) && o.live.set(fs) {
+	if len(o.live.ifaces) == 0 && o.live.set(fs) {
 		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
 	stor, err := o.store.open()
