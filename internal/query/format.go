@@ -89,10 +89,14 @@ func (res *Result) writeTable(w io.Writer) error {
 			stdout.Bytes(r.Bytes), stdout.Bytes(r.RevBytes), stdout.Bytes(r.Bytes+r.RevBytes), percent(r.Bytes+r.RevBytes, tot.Bytes+tot.RevBytes))
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
-	pad := make([]string, max(0, len(res.Query.Group)-1))
-	fmt.Fprintln(tw, strings.Join(append(append([]string{"total"}[:min(1, len(res.Query.Group))], pad...),
-		stdout.Count(tot.Flows), stdout.Count(tot.Packets), stdout.Count(tot.RevPackets), stdout.Count(tot.Packets+tot.RevPackets), "",
-		stdout.Bytes(tot.Bytes), stdout.Bytes(tot.RevBytes), stdout.Bytes(tot.Bytes+tot.RevBytes), ""), "\t")+"\t")
+	total := make([]string, len(res.Query.Group)) // the label under the first attribute
+	if len(total) > 0 {
+		total[0] = "total"
+	}
+	total = append(total, stdout.Count(tot.Flows), stdout.Count(tot.Packets), stdout.Count(tot.RevPackets),
+		stdout.Count(tot.Packets+tot.RevPackets), "", stdout.Bytes(tot.Bytes), stdout.Bytes(tot.RevBytes),
+		stdout.Bytes(tot.Bytes+tot.RevBytes), "")
+	fmt.Fprintln(tw, strings.Join(total, "\t")+"\t")
 	if err := tw.Flush(); err != nil {
 		return err
 	}
