@@ -17,9 +17,10 @@ go test -run '^$' -bench 'BenchmarkDecode' -benchmem -count "$count" ./internal/
 go test -run '^$' -bench 'BenchmarkUpdate|BenchmarkExpire|BenchmarkMemoryLatency' -benchmem -count "$count" ./internal/flow >"$out/flow.txt"
 go test -run '^$' -bench . -benchmem -count "$count" -benchtime 2000000x ./internal/pipeline >"$out/pipeline.txt"
 go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./internal/sink/stdout >"$out/io.txt"
+go test -run '^$' -bench 'BenchmarkAdd' -benchmem -count "$count" ./internal/ipfix >"$out/ipfix.txt"
 go test -run '^$' -bench 'BenchmarkQuery' -benchmem -count "$count" -benchtime 3x ./internal/query >"$out/query.txt"
 go test -run '^$' -bench 'BenchmarkEncodeBlock|BenchmarkReadBlock|BenchmarkAggregate' -benchmem -count "$count" ./internal/store >"$out/store.txt"
-go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt "$out"/query.txt "$out"/store.txt
+go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt "$out"/query.txt "$out"/store.txt "$out"/ipfix.txt
 
 echo
 echo "== memory: weir's resident set replaying a capture whose flows fill --max-flows (all live at once)"
