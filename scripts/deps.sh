@@ -23,6 +23,7 @@ declare -A pkg_for=(
   [dumpcap]=wireshark-common # independent live capture (libpcap) beside weir's
   [tcpdump]=tcpdump        # libpcap's filter compiler: differential test of internal/bpf
   [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
+  [nfcapd]=nfdump          # IPFIX interop: nfdump's collector reads weir's export
 )
 missing=()
 case "$profile" in

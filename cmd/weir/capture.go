@@ -15,6 +15,7 @@ import (
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/pipeline"
 	"github.com/weir-dev/weir/internal/sink"
+	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
@@ -51,6 +52,8 @@ type captureOpts struct {
 	stats                bool
 	live                 liveOpts
 	store                storeOpts
+	export               listFlag
+	exportRate           float64
 	st                   *store.Store // open store, nil when --data-dir off
 }
 
@@ -68,6 +71,8 @@ interfaces (both ends of a veth, a bridge and its port, routed in and out) is
 counted once: each direction of a flow at the interface that saw it first.`, captureExamples)
 	o.live.flags(fs)
 	o.store.flags(fs)
+	fs.Var(&o.export, "export", "also send every record as IPFIX to `url` (ipfix+udp://HOST:PORT); repeatable")
+	fs.Float64Var(&o.exportRate, "export-rate", ipfixsink.DefaultRate, "IPFIX messages per second per --export destination (paced so a burst does not overflow the collector; 0: unpaced)")
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
 	fs.StringVar(&o.read, "r", "", "short for --read")
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")
@@ -130,6 +135,25 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 		out = sink.Multi{out, stor}
 		if o.stats {
 			defer printStoreStats(stderr, stor, o.store.dir)
+		}
+	}
+	for _, u := range o.export {
+		rate := o.exportRate
+		if rate == 0 {
+			rate = -1 // unpaced
+		}
+		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate})
+		if err != nil {
+			out.Close()
+			return fail("--export: %v", err)
+		}
+		out = sink.Multi{out, x}
+		if o.stats {
+			defer func() {
+				st := x.Stats()
+				fmt.Fprintf(stderr, "export: %d records in %d IPFIX messages (%s) to %s; %d messages refused\n",
+					st.Records, st.Messages, stdout.Bytes(st.Bytes), u, st.SendErrors)
+			}()
 		}
 	}
 	if len(o.live.ifaces) > 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -178,5 +179,49 @@ func TestCaptureRetentionFlags(t *testing.T) {
 	s2, _ := store.OpenReadOnly(dir2)
 	if bl, _ := s2.Blocks(0, 0, nil); len(bl) != 1 || bl[0].Rows != 100 || time.Unix(0, bl[0].MinStart).UTC().Year() != 2026 {
 		t.Errorf("without retention: %+v", bl)
+	}
+}
+
+// TestCaptureExport: --export sends the records as IPFIX to a loopback
+// collector; --stats reports them; a scheme not supported yet is a usage
+// error.
+func TestCaptureExport(t *testing.T) {
+	l, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan int, 1)
+	go func() {
+		buf := make([]byte, 65536)
+		n := 0
+		for {
+			_ = l.SetReadDeadline(time.Now().Add(2 * time.Second))
+			k, err := l.Read(buf)
+			if err != nil {
+				got <- n
+				return
+			}
+			if k >= 16 && buf[0] == 0 && buf[1] == 10 { // IPFIX version 10
+				n++
+			}
+		}
+	}()
+	code, _, errs := runCLI("capture", "--synthetic", "flows=500,packets=5000", "-o", "none", "--stats",
+		"--export", "ipfix+udp://"+l.LocalAddr().String())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	msgs := <-got
+	var recs, sent, refused int
+	if _, err := fmt.Sscanf(errs[strings.Index(errs, "export: "):], "export: %d records in %d IPFIX messages", &recs, &sent); err != nil {
+		t.Fatalf("no export line: %v\n%s", err, errs)
+	}
+	fmt.Sscanf(errs[strings.Index(errs, "; ")+2:], "%d messages refused", &refused)
+	if recs != 500 || sent != msgs || sent < 2 || refused != 0 {
+		t.Errorf("stats say %d records in %d messages; the collector got %d messages", recs, sent, msgs)
+	}
+	if code, _, errs := runCLI("capture", "--synthetic", "flows=5", "-o", "none", "--export", "ipfix+tls://127.0.0.1:1"); code != exitUsage || !strings.Contains(errs, "only ipfix+udp://") {
+		t.Errorf("tls export: exit %d, %s", code, errs)
 	}
 }

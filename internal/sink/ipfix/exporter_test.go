@@ -1,0 +1,53 @@
+package ipfix
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestURL(t *testing.T) {
+	for _, u := range []string{"udp://127.0.0.1:4739", "ipfix+tcp://127.0.0.1:4739", "ipfix+udp://127.0.0.1", "ipfix+udp://127.0.0.1:4739/x", "ipfix+udp://", "::"} {
+		if _, err := New(Config{URL: u}); !errors.Is(err, ErrScheme) {
+			t.Errorf("%q: %v, want ErrScheme", u, err)
+		}
+	}
+}
+
+// TestPacing: at 1,000 messages/s, every message after an initial burst
+// of 10 waits its millisecond (on a virtual clock); unpaced, none waits.
+func TestPacing(t *testing.T) {
+	l, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, rate := range []float64{1000, -1} {
+		x, err := New(Config{URL: "ipfix+udp://" + l.LocalAddr().String(), Rate: rate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slept time.Duration
+		x.sleep = func(d time.Duration) { slept += d } // virtual time: the clock below advances by what was slept
+		x.now = func() time.Time { return time.Unix(0, 0).Add(slept) }
+		recs := records(2000)
+		for i := 0; i < len(recs); i += 20 {
+			if err := x.Write(recs[i : i+20]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x.Close()
+		st := x.Stats()
+		if st.Records != 2000 || st.Messages < 100 || st.SendErrors != 0 {
+			t.Fatalf("rate %v: %+v", rate, st)
+		}
+		want := time.Duration(0)
+		if rate > 0 {
+			want = time.Duration(st.Messages-10) * time.Millisecond
+		}
+		if d := slept - want; d < -2*time.Millisecond || d > 2*time.Millisecond {
+			t.Errorf("rate %v: %d messages slept %v, want %v", rate, st.Messages, slept, want)
+		}
+	}
+}
