@@ -139,6 +139,49 @@ func BenchmarkAggregateBySrc(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(bl)*benchRows), "ns/row")
 }
 
+// BenchmarkAggregateBySrcIdx is BenchmarkAggregateBySrc through the
+// dictionary form: rows are summed into an array indexed by SrcIdx and the
+// 16-byte keys reach the map once per distinct address per block.
+func BenchmarkAggregateBySrcIdx(b *testing.B) {
+	s, bl := readStore(b, 48)
+	defer s.Close()
+	workers := runtime.GOMAXPROCS(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		parts := make([]map[[16]byte]uint64, workers)
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				var c Columns
+				var acc []uint64
+				m := make(map[[16]byte]uint64, 16384)
+				for j := w; j < len(bl); j += workers {
+					if err := s.ReadBlock(&bl[j], ColSrcAddrIdx|ColBytes|ColRevBytes, &c); err != nil {
+						b.Error(err)
+						return
+					}
+					acc = append(acc[:0], make([]uint64, len(c.SrcDict))...)
+					by, rby := c.Bytes[:c.N], c.RevBytes[:c.N]
+					for k, x := range c.SrcIdx[:c.N] {
+						acc[x] += by[k] + rby[k]
+					}
+					for x, v := range acc {
+						if v != 0 {
+							m[c.SrcDict[x]] += v
+						}
+					}
+				}
+				parts[w] = m
+			}(w)
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(bl)*benchRows), "ns/row")
+}
+
 // TestWeekScale writes the 7 days × 288 blocks × 5000 rows of the goal
 // (10.08M rows) and reports bytes/row and µs/row. It takes about a minute:
 // WEIR_STORE_WEEK=1 enables it.

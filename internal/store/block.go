@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -37,7 +39,7 @@ const (
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 1
+	blockVersion = 2
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
@@ -46,6 +48,7 @@ const (
 	flagEndRel   = 1            // End stored as End-Start
 	compRaw      = 0
 	compZstd     = 1
+	compSeg      = 2 // byte planes entropy-coded one by one (codec_seg.go)
 	bloomSrcAddr = 0
 	bloomDstAddr = 1
 	bloomSrcPort = 2
@@ -79,6 +82,9 @@ type blockHeader struct {
 // blockEncoder turns a batch of records into one block; it is reused.
 type blockEncoder struct {
 	zenc    *zstd.Encoder
+	aux     *blockEncoder // second goroutine's scratch (addresses and ports)
+	seg     segEncoder
+	rows    int
 	ie      intEncoder
 	at      addrTable
 	ps      portSet
@@ -90,6 +96,7 @@ type blockEncoder struct {
 	stream  []byte
 	alt     []byte
 	comp    []byte
+	comp2   []byte
 	payload []byte
 	cols    [numCols]colMeta
 }
@@ -105,15 +112,35 @@ func newZstdEncoder(level zstd.EncoderLevel) (*zstd.Encoder, error) {
 
 // put compresses (when it helps) and appends one column stream.
 func (e *blockEncoder) put(id int, enc uint8, st []byte, lo, hi uint64, flags uint8) {
-	c := &e.cols[id]
-	*c = colMeta{enc: enc, flags: flags, rlen: uint32(len(st)), min: lo, max: hi}
-	data := st
-	if len(st) >= compressMin {
-		e.comp = e.zenc.EncodeAll(st, e.comp[:0])
-		if len(e.comp) < len(st) {
-			data, c.comp = e.comp, compZstd
-		}
+	var data []byte
+	var comp uint8
+	data, comp, e.comp = e.compress(e.comp, enc, st)
+	e.append(id, enc, comp, data, len(st), lo, hi, flags)
+}
+
+// compress returns the bytes to store for stream st (in buf, or st itself
+// when compressing does not shrink it) and the compression used.
+func (e *blockEncoder) compress(buf []byte, enc uint8, st []byte) (data []byte, comp uint8, newBuf []byte) {
+	if len(st) < compressMin {
+		return st, compRaw, buf
 	}
+	// Streams made of byte planes are entropy-coded plane by plane; others
+	// go through zstd.
+	if e.seg.cuts = planeCuts(e.seg.cuts[:0], enc, st, e.rows); len(e.seg.cuts) > 0 {
+		buf, comp = e.seg.encode(buf[:0], st, e.seg.cuts), compSeg
+	} else {
+		buf, comp = e.zenc.EncodeAll(st, buf[:0]), compZstd
+	}
+	if len(buf) >= len(st)-len(st)/32 { // saving under 3%: raw decodes faster
+		return st, compRaw, buf
+	}
+	return buf, comp, buf
+}
+
+// append adds a column's stored bytes to the payload and its directory entry.
+func (e *blockEncoder) append(id int, enc, comp uint8, data []byte, rlen int, lo, hi uint64, flags uint8) {
+	c := &e.cols[id]
+	*c = colMeta{enc: enc, comp: comp, flags: flags, rlen: uint32(rlen), min: lo, max: hi}
 	c.off = uint32(len(e.payload)) // relative to payload; fixed up later
 	c.slen = uint32(len(data))
 	c.ck = crc32.Checksum(data, castagnoli)
@@ -198,24 +225,63 @@ func (e *blockEncoder) putPort(id int, recs []flow.Record, src bool, bl *bloom) 
 	}
 }
 
+// addrPortCols are the columns putAddrsPorts encodes.
+var addrPortCols = [...]int{cSrcAddr, cDstAddr, cSrcPort, cDstPort}
+
+// parallelMin is the fewest rows for which encode uses two goroutines.
+const parallelMin = 1024
+
+// putAddrsPorts encodes the address and port columns and fills their
+// bloom filters.
+func (e *blockEncoder) putAddrsPorts(recs []flow.Record, blooms *[numBlooms]bloom) {
+	e.putAddr(cSrcAddr, recs, true, &blooms[bloomSrcAddr])
+	e.putAddr(cDstAddr, recs, false, &blooms[bloomDstAddr])
+	e.putPort(cSrcPort, recs, true, &blooms[bloomSrcPort])
+	e.putPort(cDstPort, recs, false, &blooms[bloomDstPort])
+}
+
 // encode appends the block for recs to dst.
 func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHeader) {
 	e.payload = e.payload[:0]
-	e.putAddr(cSrcAddr, recs, true, &e.blooms[bloomSrcAddr])
-	e.putAddr(cDstAddr, recs, false, &e.blooms[bloomDstAddr])
+	e.rows = len(recs)
+	// Addresses and ports (about 45% of the work) are encoded on a second
+	// goroutine with its own scratch while this one does the rest; the
+	// payload holds the rest first, so the counters a group-by reads sit
+	// next to the address columns.
+	a, par := e, len(recs) >= parallelMin && runtime.GOMAXPROCS(0) > 1
+	var wg sync.WaitGroup
+	if par {
+		if e.aux == nil {
+			e.aux = &blockEncoder{zenc: e.zenc}
+		}
+		a = e.aux
+		a.payload, a.rows = a.payload[:0], len(recs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.putAddrsPorts(recs, &e.blooms)
+		}()
+	}
 	e.extract(recs)
-	e.putCol(cIPVersion, false, false, false)
-	e.putPort(cSrcPort, recs, true, &e.blooms[bloomSrcPort])
-	e.putPort(cDstPort, recs, false, &e.blooms[bloomDstPort])
-	for _, id := range []int{cProto, cICMPType, cICMPCode, cTCPFlags, cRevTCPFlags, cEndReason} {
-		e.putCol(id, false, false, false)
-	}
-	for _, id := range []int{cPackets, cBytes, cRevPackets, cRevBytes, cVLAN} {
-		e.putCol(id, false, false, true)
-	}
 	minStart, _ := e.putCol(cStart, true, true, false)
 	e.putEnd(recs)
 	maxEnd := e.cols[cEnd].max
+	for _, id := range []int{cIPVersion, cProto, cICMPType, cICMPCode, cTCPFlags, cRevTCPFlags, cEndReason} {
+		e.putCol(id, false, false, false)
+	}
+	for _, id := range []int{cVLAN, cPackets, cRevPackets, cBytes, cRevBytes} {
+		e.putCol(id, false, false, true)
+	}
+	if par {
+		wg.Wait()
+		for _, id := range addrPortCols {
+			e.cols[id] = a.cols[id]
+			e.cols[id].off += uint32(len(e.payload))
+		}
+		e.payload = append(e.payload, a.payload...)
+	} else {
+		e.putAddrsPorts(recs, &e.blooms)
+	}
 
 	h := &blockHeader{rows: len(recs), minStart: int64(minStart), maxEnd: int64(maxEnd)}
 	if len(recs) == 0 {
@@ -255,24 +321,31 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	return dst, h
 }
 
-// putEnd stores End directly or as End-Start, whichever stream is smaller.
+// putEnd stores End as End-Start or directly, whichever is smaller once
+// compressed. Rows sorted by Start make End-Start the smaller as a rule, so
+// End itself is compressed only when its raw stream is already smaller
+// than End-Start's stored bytes (e.g. a constant End).
 func (e *blockEncoder) putEnd(recs []flow.Record) {
 	e.u = slices.Grow(e.u[:0], len(recs))[:len(recs)]
 	for i := range recs {
+		e.u[i] = uint64(recs[i].End - recs[i].Start)
+	}
+	var enc, relEnc, comp, relComp uint8
+	var data, rel []byte
+	e.alt, relEnc, _, _ = e.ie.encodeInts(e.alt[:0], e.u, true, true, false)
+	rel, relComp, e.comp2 = e.compress(e.comp2, relEnc, e.alt)
+	for i := range recs {
 		e.u[i] = uint64(recs[i].End)
 	}
-	var enc, relEnc uint8
 	var lo, hi uint64
 	e.stream, enc, lo, hi = e.ie.encodeInts(e.stream[:0], e.u, true, true, false)
-	for i := range recs {
-		e.u[i] -= uint64(recs[i].Start)
+	if len(e.stream) < len(rel) {
+		if data, comp, e.comp = e.compress(e.comp, enc, e.stream); len(data) <= len(rel) {
+			e.append(cEnd, enc, comp, data, len(e.stream), lo, hi, 0)
+			return
+		}
 	}
-	e.alt, relEnc, _, _ = e.ie.encodeInts(e.alt[:0], e.u, true, true, false)
-	if len(e.alt) < len(e.stream) {
-		e.put(cEnd, relEnc, e.alt, lo, hi, flagEndRel)
-		return
-	}
-	e.put(cEnd, enc, e.stream, lo, hi, 0)
+	e.append(cEnd, relEnc, relComp, rel, len(e.alt), lo, hi, flagEndRel)
 }
 
 // parseHeader checks and parses a block header from b (at least the header).
@@ -288,7 +361,8 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		maxEnd:    int64(binary.LittleEndian.Uint64(b[32:40])),
 	}
 	hl := h.headerLen
-	if b[12] != blockVersion || b[13] != numCols || hl < fixedHeader+numCols*dirEntry+4 ||
+	// Version 1 blocks (before compression 2) have the same layout: read.
+	if b[12] < 1 || b[12] > blockVersion || b[13] != numCols || hl < fixedHeader+numCols*dirEntry+4 ||
 		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
 		return nil, errCorruptBlock
 	}
@@ -305,7 +379,7 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		c.ck = binary.LittleEndian.Uint32(p[16:])
 		c.min = binary.LittleEndian.Uint64(p[20:])
 		c.max = binary.LittleEndian.Uint64(p[28:])
-		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compZstd ||
+		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (b[12] == 1 && c.comp == compSeg) ||
 			int64(c.rlen) > 64+32*int64(h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
 			return nil, errCorruptBlock
 		}

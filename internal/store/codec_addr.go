@@ -186,24 +186,31 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
 	return putPlanes(dst, t.idx, iw), encADict
 }
 
-// decodeAddrs decodes an address stream of n rows into dst, and sets dict
-// and idx such that dst[i] == dict[idx[i]]: dict is the stored dictionary
+// decodeAddrs decodes an address stream of n rows and sets dict and idx
+// such that dict[idx[i]] is row i's address: dict is the stored dictionary
 // (decoded into buf) for a dict-encoded stream, the rows themselves (and
-// idx 0..n-1) for a raw one.
-func decodeAddrs(d *intDecoder, buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n int, dst [][16]byte) ([][16]byte, error) {
-	dst = slices.Grow(dst[:0], n)[:n]
+// idx 0..n-1) for a raw one. With rows it also returns the per-row
+// addresses in dst (resized to n); without, dst comes back empty.
+func decodeAddrs(buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n int, dst [][16]byte, rows bool) ([][16]byte, error) {
+	dst = dst[:0]
 	ix := slices.Grow((*idx)[:0], n)[:n]
 	*idx = ix
 	switch enc {
 	case encARaw:
-		used, ok := getAddrs(st, dst)
+		list := &dst
+		if !rows {
+			list = buf
+		}
+		l := slices.Grow((*list)[:0], n)[:n]
+		*list = l
+		used, ok := getAddrs(st, l)
 		if !ok || used != len(st) {
 			return dst, errBadStream
 		}
 		for i := range ix {
 			ix[i] = uint32(i)
 		}
-		*dict = dst
+		*dict = l
 		return dst, nil
 	case encADict:
 		if len(st) < 5 {
@@ -220,15 +227,17 @@ func decodeAddrs(d *intDecoder, buf, dict *[][16]byte, idx *[]uint32, enc uint8,
 		if !ok || len(st)-5-used != n*iw {
 			return dst, errBadStream
 		}
-		u := slices.Grow(d.u[:0], n)[:n]
-		d.u = u
-		getPlanes(st[5+used:], u, iw)
-		for i, x := range u {
-			if x >= uint64(len(dv)) {
-				return dst, errBadStream
+		// The index planes go straight into idx: no per-row 16-byte copies
+		// unless the caller asked for the rows.
+		getPlanes(st[5+used:], ix, iw)
+		if n > 0 && int(maxOf(ix)) >= size {
+			return dst, errBadStream
+		}
+		if rows {
+			dst = slices.Grow(dst, n)[:n]
+			for i, x := range ix {
+				dst[i] = dv[x]
 			}
-			dst[i] = dv[x]
-			ix[i] = uint32(x)
 		}
 		return dst, nil
 	}

@@ -30,23 +30,40 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (1), u8 column count (18), u16 reserved (0)
+//	12  u8 version (2), u8 column count (18), u16 reserved (0)
 //	16  u32 rows
 //	20  u32 reserved (0)
 //	24  i64 min Start, i64 max End
 //	40  column directory, 36 bytes per column in column-id order:
-//	      u8 encoding, u8 compression (0 raw, 1 zstd), u8 flags (1: End is
+//	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
 //	      stored as End-Start), u8 reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
 //	      u64 min, u64 max (numeric columns; int64 bits for Start/End)
 //	    four bloom filters (src addr, dst addr, src port, dst port), each
 //	      u8 hash count, 3 reserved bytes, u32 words, words×u64
 //	    u32 CRC32C of the header bytes before it
-//	payload: the columns' stored bytes, back to back
+//	payload: the columns' stored bytes, back to back, in any order (the
+//	directory's offsets place them)
 //
-// A column's raw stream (after zstd when compression is 1; compression is
-// used only when it shrinks the column, so incompressible data is stored raw)
-// is one of these encodings:
+// Version 1 blocks (no compression 2) are read as they are; a block of any
+// other version is corrupt (skipped), never misread.
+//
+// A column's raw stream (after decompression; compression is used only when
+// it saves at least 1/32 of the stream, so incompressible data is stored
+// raw) is one of the encodings below. Compression 1 is one zstd frame.
+// Compression 2 codes each part of the stream on its own: the encoding's
+// fixed fields, the v4 bitmap with them, and every byte plane, each cut into
+// chunks of at most 65536 bytes, stored in order as
+//
+//	u8 mode, uvarint raw length, then by mode:
+//	  0 raw:  the bytes
+//	  1 rle:  u8 the one byte repeated
+//	  2 huff0 1X, 3 huff0 4X, 4 FSE: uvarint stored length, the
+//	    klauspost/compress huff0 (table + bitstream) or fse (normalised
+//	    counts + bitstream) block
+//
+// Planes differ (a low byte is near-uniform, a high byte mostly zero), so one
+// code per plane beats zstd's one literal code per stream.
 //
 //	const (1)   u64 value
 //	for (2)     u8 width, u64 scale, u64 base, width byte planes: v = base + u*scale

@@ -15,7 +15,9 @@ type Column uint32
 
 // Columns that ReadBlock can decode. ColSrcAddr and ColDstAddr also fill
 // IPVersion; ColICMP fills ICMPType and ICMPCode; ColFlags fills TCPFlags
-// and RevTCPFlags.
+// and RevTCPFlags. ColSrcAddrIdx and ColDstAddrIdx fill only the
+// dictionary form of an address column (SrcDict and SrcIdx, DstDict and
+// DstIdx) plus IPVersion, without the per-row addresses.
 const (
 	ColSrcAddr Column = 1 << iota
 	ColDstAddr
@@ -33,13 +35,17 @@ const (
 	ColEnd
 	ColVLAN
 	ColIPVersion
-	// ColAll selects every column.
+	ColSrcAddrIdx // SrcDict, SrcIdx and IPVersion, no SrcAddr
+	ColDstAddrIdx // DstDict, DstIdx and IPVersion, no DstAddr
+	// ColAll selects every column (the per-row addresses and their
+	// dictionary form).
 	ColAll Column = 1<<iota - 1
 )
 
 // Columns holds decoded columns of one block. Every slice ReadBlock fills
-// has length N; columns not requested are left with length 0. ReadBlock
-// reuses the slices' capacity, so one Columns per goroutine decodes without
+// has length N (but SrcDict and DstDict: one entry per distinct address);
+// columns not requested are left with length 0. ReadBlock reuses the
+// slices' capacity, so one Columns per goroutine decodes without
 // allocating.
 type Columns struct {
 	N                                int
@@ -53,10 +59,13 @@ type Columns struct {
 	VLAN                             []uint16
 	Start, End                       []int64 // Unix ns
 	Iface                            string
-	// With ColSrcAddr (ColDstAddr), SrcAddr[i] == SrcDict[SrcIdx[i]]. A
-	// dictionary-encoded block's Dict holds each distinct address once, so
-	// a consumer can do per-address work once per block instead of once
-	// per row; for other blocks Dict is SrcAddr itself and Idx 0..N-1.
+	// With ColSrcAddr or ColSrcAddrIdx (Dst likewise), SrcDict[SrcIdx[i]]
+	// is row i's source address (== SrcAddr[i] when ColSrcAddr is also
+	// asked for). A dictionary-encoded block's Dict holds each distinct
+	// address once, so a consumer can do per-address work once per block
+	// instead of once per row; for other blocks Dict is the per-row list
+	// (SrcAddr itself with ColSrcAddr) and Idx 0..N-1. ColSrcAddrIdx alone
+	// leaves SrcAddr empty and never builds per-row addresses.
 	SrcDict, DstDict [][16]byte
 	SrcIdx, DstIdx   []uint32
 	srcBuf, dstBuf   [][16]byte // the dictionaries' storage, reused
@@ -71,8 +80,8 @@ func colsOf(want Column) (ids [numCols]bool) {
 			}
 		}
 	}
-	set(ColSrcAddr, cSrcAddr, cIPVersion)
-	set(ColDstAddr, cDstAddr, cIPVersion)
+	set(ColSrcAddr|ColSrcAddrIdx, cSrcAddr, cIPVersion)
+	set(ColDstAddr|ColDstAddrIdx, cDstAddr, cIPVersion)
 	set(ColIPVersion, cIPVersion)
 	set(ColSrcPort, cSrcPort)
 	set(ColDstPort, cDstPort)
@@ -95,6 +104,7 @@ type decoder struct {
 	raw   []byte
 	dec   []byte
 	id    intDecoder
+	seg   segDecoder
 	start []int64
 }
 
@@ -133,6 +143,11 @@ func (d *decoder) stream(c *colMeta, blk []byte, base int, verify bool) ([]byte,
 	if c.comp == compRaw {
 		return data, nil
 	}
+	if c.comp == compSeg {
+		out, err := d.seg.decode(d.dec[:0], data, int(c.rlen))
+		d.dec = out
+		return out, err
+	}
 	zd, err := zstdDecoder()
 	if err != nil {
 		return nil, err
@@ -163,9 +178,9 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		}
 		switch id {
 		case cSrcAddr:
-			dst.SrcAddr, err = decodeAddrs(&d.id, &dst.srcBuf, &dst.SrcDict, &dst.SrcIdx, c.enc, st, n, dst.SrcAddr)
+			dst.SrcAddr, err = decodeAddrs(&dst.srcBuf, &dst.SrcDict, &dst.SrcIdx, c.enc, st, n, dst.SrcAddr, want&ColSrcAddr != 0)
 		case cDstAddr:
-			dst.DstAddr, err = decodeAddrs(&d.id, &dst.dstBuf, &dst.DstDict, &dst.DstIdx, c.enc, st, n, dst.DstAddr)
+			dst.DstAddr, err = decodeAddrs(&dst.dstBuf, &dst.DstDict, &dst.DstIdx, c.enc, st, n, dst.DstAddr, want&ColDstAddr != 0)
 		case cIPVersion:
 			dst.IPVersion, err = decodeInts(&d.id, c.enc, st, n, dst.IPVersion)
 		case cSrcPort:

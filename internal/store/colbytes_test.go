@@ -1,0 +1,83 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// colNames are the stored columns' names, in id order.
+var colNames = [numCols]string{"SrcAddr", "DstAddr", "IPVersion", "SrcPort", "DstPort", "Proto", "ICMPType",
+	"ICMPCode", "Packets", "Bytes", "RevPackets", "RevBytes", "TCPFlags", "RevTCPFlags", "EndReason", "VLAN",
+	"Start", "End"}
+
+// TestColumnBytes writes the realistic generator's 12 windows through a
+// Store at the default settings and reports, from the blocks' column
+// directories, where the stored bytes go (go test -run ColumnBytes -v).
+// It checks that the header and the columns account for every block byte.
+func TestColumnBytes(t *testing.T) {
+	ws := windows()
+	s := openT(t, Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour})
+	for _, w := range ws {
+		if err := s.Write(w); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bl, err := s.Blocks(0, 0, nil)
+	if err != nil || len(bl) != len(ws) {
+		t.Fatalf("%d blocks, %v", len(bl), err)
+	}
+	var stored, raw [numCols]int
+	var encs [numCols]map[string]int
+	rows, header, total := 0, 0, 0
+	for _, b := range bl {
+		h := b.h
+		sum := h.headerLen
+		for id := range h.cols {
+			c := &h.cols[id]
+			stored[id] += int(c.slen)
+			raw[id] += int(c.rlen)
+			if encs[id] == nil {
+				encs[id] = map[string]int{}
+			}
+			encs[id][encName(c.enc, c.comp, c.flags)]++
+			sum += int(c.slen)
+		}
+		if sum != b.Size || sum != h.blockLen {
+			t.Errorf("block at %d: header and columns hold %d bytes, block is %d", b.Offset, sum, b.Size)
+		}
+		rows += b.Rows
+		header += h.headerLen
+		total += b.Size
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d rows in %d blocks: %.2f B/row in blocks\n", rows, len(bl), float64(total)/float64(rows))
+	fmt.Fprintf(&sb, "%-12s %8s %8s  %s\n", "column", "B/row", "raw B/row", "encodings (blocks)")
+	for id := range numCols {
+		fmt.Fprintf(&sb, "%-12s %8.3f %8.3f  %v\n", colNames[id], float64(stored[id])/float64(rows), float64(raw[id])/float64(rows), encs[id])
+	}
+	fmt.Fprintf(&sb, "%-12s %8.3f\n", "header", float64(header)/float64(rows))
+	t.Log("\n" + sb.String())
+}
+
+// encName names a column's encoding for TestColumnBytes.
+func encName(enc, comp, flags uint8) string {
+	n := map[uint8]string{encConst: "const", encFOR: "for", encDelta: "delta", encDict: "dict", encADict: "adict", encARaw: "araw"}[enc]
+	if n == "" {
+		n = fmt.Sprint(enc)
+	}
+	switch comp {
+	case compZstd:
+		n += "+zstd"
+	case compSeg:
+		n += "+seg"
+	}
+	if flags&flagEndRel != 0 {
+		n += "+rel"
+	}
+	return n
+}
