@@ -14,13 +14,9 @@ import (
 
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/pipeline"
-	"github.com/weir-dev/weir/internal/sink"
-	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
 	"github.com/weir-dev/weir/internal/source/synthetic"
-	"github.com/weir-dev/weir/internal/store"
 )
 
 const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127.0.0.1:9464/metrics
@@ -46,15 +42,12 @@ const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127
 `
 
 type captureOpts struct {
-	read, synth, output  string
-	top, maxFlows        int
+	read, synth          string
+	maxFlows             int
 	idle, active, linger time.Duration
 	stats                bool
 	live                 liveOpts
-	store                storeOpts
-	export               listFlag
-	exportRate           float64
-	st                   *store.Store // open store, nil when --data-dir off
+	sinks                sinkOpts
 }
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
@@ -70,15 +63,10 @@ CAP_NET_ADMIN for the kernel filter). A packet seen on several captured
 interfaces (both ends of a veth, a bridge and its port, routed in and out) is
 counted once: each direction of a flow at the interface that saw it first.`, captureExamples)
 	o.live.flags(fs)
-	o.store.flags(fs)
-	fs.Var(&o.export, "export", "also send every record as IPFIX to `url` (ipfix+udp://HOST:PORT); repeatable")
-	fs.Float64Var(&o.exportRate, "export-rate", ipfixsink.DefaultRate, "IPFIX messages per second per --export destination (paced so a burst does not overflow the collector; 0: unpaced)")
+	o.sinks.flags(fs)
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
 	fs.StringVar(&o.read, "r", "", "short for --read")
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")
-	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or none")
-	fs.StringVar(&o.output, "o", "table", "short for --output")
-	fs.IntVar(&o.top, "top", 20, "with --output=table: show the top `n` flows by bytes at the end; 0 prints every record as it is emitted")
 	fs.IntVar(&o.maxFlows, "max-flows", 262144, "flow table size: live flows kept at once (memory is preallocated, about 128 bytes per flow)")
 	fs.DurationVar(&o.idle, "idle-timeout", 15*time.Second, "emit a flow after this long without packets")
 	fs.DurationVar(&o.active, "active-timeout", 60*time.Second, "emit a long-lived flow's counters this often and keep it (0 disables)")
@@ -107,58 +95,21 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 		return fail("--idle-timeout must be positive, --active-timeout and --end-linger not negative")
 	}
 
-	var out sink.Sink
-	switch o.output {
-	case "table":
-		out = stdout.NewTable(stdout_, o.top)
-	case "json":
-		out = stdout.NewJSON(stdout_)
-	case "none":
-		out = sink.Multi{}
-	default:
-		return fail("unknown --output %q: use table, json or none", o.output)
-	}
-
 	if len(o.live.ifaces) == 0 && o.live.set(fs) {
 		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
-	stor, err := o.store.open()
 	var ue errUsage
-	switch {
+	switch err := o.sinks.open(stdout_); {
 	case errors.As(err, &ue):
 		return fail("%v", err)
 	case err != nil:
 		fmt.Fprintf(stderr, "weir capture: %v\n", err)
 		return exitFailure
-	case stor != nil:
-		o.st = stor
-		out = sink.Multi{out, stor}
-		if o.stats {
-			defer printStoreStats(stderr, stor, o.store.dir)
-		}
-	}
-	for _, u := range o.export {
-		rate := o.exportRate
-		if rate == 0 {
-			rate = -1 // unpaced
-		}
-		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate})
-		if err != nil {
-			out.Close()
-			return fail("--export: %v", err)
-		}
-		out = sink.Multi{out, x}
-		if o.stats {
-			defer func() {
-				st := x.Stats()
-				fmt.Fprintf(stderr, "export: %d records in %d IPFIX messages (%s) to %s; %d messages refused\n",
-					st.Records, st.Messages, stdout.Bytes(st.Bytes), u, st.SendErrors)
-			}()
-		}
 	}
 	if len(o.live.ifaces) > 0 {
-		return runLive(&o, out, stdout_, stderr)
+		return runLive(&o, stdout_, stderr)
 	}
+	out := o.sinks.sync()
 
 	var src source.PacketSource
 	if o.read != "" {
@@ -197,6 +148,7 @@ counted once: each direction of a flow at the interface that saw it first.`, cap
 	closeErr := out.Close()
 	if o.stats {
 		printStats(stderr, &st, p)
+		o.sinks.printStats(stderr)
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {
 		fmt.Fprintf(stderr, "weir capture: %v\n", err)

@@ -141,10 +141,14 @@ func (f *filterCache) forLink(l netdev.Link) ([]afpacket.Instruction, error) {
 }
 
 // runLive runs live capture until a signal or --duration.
-func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
+func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 	l := &o.live
+	var out sink.Sink // the queued sinks, once made
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
+		if out == nil {
+			o.sinks.close()
+		}
 		return exitUsage
 	}
 	sel, err := netdev.ParseSelector(l.ifaces)
@@ -181,28 +185,25 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 
-	q := sink.NewQueue(o.output, out, l.queueDepth, 1024)
-	c, err := live.New(cfg, q)
+	out, queues := o.sinks.queued(l.queueDepth)
+	c, err := live.New(cfg, out)
 	if err != nil {
-		q.Close()
+		out.Close()
 		return fail("%v", err)
 	}
 	var srv *metrics.Server
 	if l.metricsAddr != "off" {
 		reg := metrics.NewRegistry()
-		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q)}
-		if o.st != nil {
-			cols = append(cols, o.st.Collector())
-		}
-		for _, col := range cols {
+		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(queues...)}
+		for _, col := range append(cols, o.sinks.collectors()...) {
 			if err := reg.Register(col); err != nil {
-				q.Close()
+				out.Close()
 				return fail("metrics: %v", err)
 			}
 		}
 		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
 		if err != nil {
-			q.Close()
+			out.Close()
 			if errors.Is(err, syscall.EADDRINUSE) {
 				fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
 				return exitFailure
@@ -210,8 +211,8 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 			return fail("--metrics-addr: %v", err)
 		}
 		var pending []func(func(*flow.Record))
-		if o.st != nil {
-			pending = append(pending, o.st.Pending) // evicted, not yet written out
+		if o.sinks.st != nil {
+			pending = append(pending, o.sinks.st.Pending) // evicted, not yet written out
 		}
 		srv = metrics.Serve(ln, reg, metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler(pending...)})
 		defer srv.Close()
@@ -224,9 +225,9 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 		defer cancel()
 	}
 	var views sync.WaitGroup
-	if o.output == "table" && l.interval > 0 {
+	if o.sinks.output == "table" && l.interval > 0 {
 		views.Add(1)
-		go func() { defer views.Done(); liveViews(ctx, c, o.top, l.interval, stdout_) }()
+		go func() { defer views.Done(); liveViews(ctx, c, o.sinks.top, l.interval, stdout_) }()
 	}
 	if l.cpuProfile != "" {
 		f, err := os.Create(l.cpuProfile)
@@ -242,10 +243,11 @@ func runLive(o *captureOpts, out sink.Sink, stdout_, stderr io.Writer) int {
 	runErr := c.Run(ctx)
 	cancel()
 	views.Wait()
-	closeErr := q.Close()
+	closeErr := out.Close()
 	st := c.Stats()
 	if o.stats {
-		printLiveStats(stderr, &st, q.Stats())
+		printLiveStats(stderr, &st, queues)
+		o.sinks.printStats(stderr)
 	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "weir capture: %v\n", runErr)
@@ -298,7 +300,7 @@ func liveViews(ctx context.Context, c *live.Capture, top int, every time.Duratio
 }
 
 // printLiveStats prints a live capture's counters.
-func printLiveStats(w io.Writer, st *live.Stats, qs sink.QueueStats) {
+func printLiveStats(w io.Writer, st *live.Stats, queues []*sink.Queue) {
 	n := stdout.Count
 	fmt.Fprintf(w, "interfaces  %d opened, %d released, %d failed to open\n", st.Opened, st.Released, st.OpenFails)
 	for _, f := range st.Ifaces {
@@ -307,7 +309,10 @@ func printLiveStats(w io.Writer, st *live.Stats, qs sink.QueueStats) {
 	}
 	printCounters(w, &st.Decoder, &st.Table, st.Records)
 	fmt.Fprintf(w, "duplicates  %s (copies of packets already counted at another interface)\n", n(st.Table.Duplicates))
-	fmt.Fprintf(w, "sink queue  %s records written, %s dropped\n", n(qs.Written), n(qs.Dropped))
+	for _, q := range queues {
+		qs := q.Stats()
+		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped\n", q.Name(), n(qs.Written), n(qs.Dropped))
+	}
 	fmt.Fprintf(w, "memory      %d workers, tables %s for %s flows; max RSS %s\n",
 		st.Workers, stdout.Bytes(uint64(st.TableMem)), n(uint64(st.TableCap)), stdout.Bytes(maxRSS()))
 }

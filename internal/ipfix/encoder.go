@@ -114,6 +114,17 @@ func appendTemplateSet(b []byte, ts []Template) []byte {
 	return b
 }
 
+// Reset starts a new transport session (a reconnected TCP or TLS
+// stream): the open message, if any, is dropped, the sequence number
+// restarts at 0 and the templates go out again in the next message. It
+// returns the records dropped with the open message.
+func (e *Encoder) Reset() (dropped uint32) {
+	dropped = e.nrec
+	e.open, e.set, e.nrec, e.seq = false, -1, 0, 0
+	e.lastTmpl, e.sinceTmpl = time.Time{}, 0
+	return dropped
+}
+
 // Sequence is the number of data records sent so far (modulo 2^32): the
 // next message's sequence number.
 func (e *Encoder) Sequence() uint32 { return e.seq + e.nrec }

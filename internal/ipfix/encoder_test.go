@@ -251,6 +251,38 @@ func TestRefreshInterval(t *testing.T) {
 	}
 }
 
+// TestReset: after Reset (a new TCP session) the open message is dropped
+// and counted, the next message starts at sequence 0 and carries the
+// templates again although no refresh is due.
+func TestReset(t *testing.T) {
+	type sent struct {
+		seq  uint32
+		tmpl bool
+	}
+	var got []sent
+	e, _ := NewEncoder(Config{RefreshMessages: -1, RefreshInterval: -1}, func(m []byte) error {
+		got = append(got, sent{binary.BigEndian.Uint32(m[8:]), binary.BigEndian.Uint16(m[16:]) == 2})
+		return nil
+	})
+	rec := randRecord(rand.New(rand.NewPCG(5, 6)), 1)
+	for range 3 {
+		e.Add(&rec)
+	}
+	e.Flush()
+	e.Add(&rec)
+	e.Add(&rec)
+	if n := e.Reset(); n != 2 {
+		t.Errorf("Reset dropped %d records, want the 2 of the open message", n)
+	}
+	e.Add(&rec)
+	e.Flush()
+	e.Add(&rec)
+	e.Flush()
+	if fmt.Sprint(got) != "[{0 true} {0 true} {1 false}]" {
+		t.Errorf("messages (seq, templates) %v, want [{0 true} {0 true} {1 false}]", got)
+	}
+}
+
 func TestConfig(t *testing.T) {
 	for _, mtu := range []int{100, MinMTU - 1, MaxMTU + 1} {
 		if _, err := NewEncoder(Config{MTU: mtu}, nil); err == nil {

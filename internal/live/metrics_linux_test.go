@@ -12,6 +12,7 @@ import (
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
+	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -33,8 +34,13 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	x, err := ipfixsink.New(ipfixsink.Config{URL: "ipfix+udp://127.0.0.1:4739"}) // sends nothing: no records
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
 	reg := metrics.NewRegistry()
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector()} {
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x)} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}

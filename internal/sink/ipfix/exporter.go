@@ -1,9 +1,16 @@
 // Package ipfix is the IPFIX exporter sink: it encodes records with
-// internal/ipfix and sends the messages to a collector over UDP, paced so
-// that a burst of records does not overflow the collector's socket.
+// internal/ipfix and sends the messages to a collector over UDP (paced so
+// that a burst of records does not overflow the collector's socket), TCP or
+// TLS (reconnected with backoff when the collector goes away).
+//
+// Write blocks while it paces or while a stream collector applies back
+// pressure; capture puts a sink.Queue in front of each exporter, so a slow
+// or dead collector costs counted drops, never capture.
 package ipfix
 
 import (
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -16,74 +23,149 @@ import (
 	"github.com/weir-dev/weir/internal/ipfix"
 )
 
-// DefaultRate is the default pace in messages per second: about 40,000
+// DefaultRate is the default UDP pace in messages per second: about 40,000
 // records/s of 1,400-byte messages, well within what nfcapd drains from a
 // default socket buffer.
 const DefaultRate = 2000
 
+// Defaults of the stream transports.
+const (
+	DefaultDialTimeout  = 5 * time.Second
+	DefaultWriteTimeout = 5 * time.Second
+	DefaultMinBackoff   = 100 * time.Millisecond
+	DefaultMaxBackoff   = 30 * time.Second
+)
+
 // Config configures an Exporter.
 type Config struct {
-	URL    string  // ipfix+udp://HOST:PORT
+	URL    string  // ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT
 	MTU    int     // largest message (default ipfix.DefaultMTU)
-	Rate   float64 // messages per second (0: DefaultRate; <0: unpaced)
+	Rate   float64 // UDP messages per second (0: DefaultRate; <0: unpaced)
 	Domain uint32  // observation domain id
+	// TLS configures ipfix+tls:// (nil: system roots, server name from
+	// the URL). Use TLSConfig to build it from files.
+	TLS *tls.Config
+	// DialTimeout, WriteTimeout, MinBackoff and MaxBackoff tune the stream
+	// transports (0: the defaults above). A write that cannot finish in
+	// WriteTimeout closes the connection: a half-written message would
+	// corrupt the stream.
+	DialTimeout, WriteTimeout, MinBackoff, MaxBackoff time.Duration
 }
 
 // Stats are an Exporter's counters.
 type Stats struct {
-	Records, Messages, Bytes uint64
-	SendErrors               uint64 // messages the socket refused (collector down, buffer full)
+	Records, Messages, Bytes uint64 // handed to the transport
+	// SendErrors counts UDP messages the socket refused (collector down,
+	// buffer full) and stream writes that failed.
+	SendErrors uint64
+	// DroppedRecords counts records not sent: refused or failed messages,
+	// and messages built while a stream collector was unreachable.
+	DroppedRecords uint64
+	// Connects counts stream connections established (the first and every
+	// reconnect); DialErrors counts failed attempts.
+	Connects, DialErrors uint64
+	Connected            bool // a stream connection is up (always true for UDP)
 }
 
-// Exporter is a sink.Sink sending IPFIX over UDP. Write blocks while it
-// paces; behind a sink.Queue capture never waits for it.
+// Exporter is a sink.Sink sending IPFIX to one collector. It is not safe
+// for concurrent use; Stats may be called from any goroutine.
 type Exporter struct {
-	conn  *net.UDPConn
+	cfg   Config
+	url   string
+	tr    transport
 	enc   *ipfix.Encoder
-	gap   time.Duration // between messages at the configured rate
-	next  time.Time     // earliest time for the next message
+	gap   time.Duration // between UDP messages at the configured rate
+	next  time.Time     // earliest time for the next UDP message
 	sleep func(time.Duration)
 	now   func() time.Time
-	stats struct{ records, messages, bytes, errs atomic.Uint64 }
+	stats struct {
+		records, messages, bytes, errs, dropped, connects, dialErrs atomic.Uint64
+		connected                                                   atomic.Bool
+	}
 }
 
-// ErrScheme is returned for export URLs weir cannot send to yet.
+// ErrScheme is returned for export URLs weir cannot send to.
 var ErrScheme = errors.New("ipfix: unsupported export URL")
 
-// New dials the collector (UDP: no packet is sent until records come).
+// ParseURL splits an export URL into its transport ("udp", "tcp" or "tls")
+// and HOST:PORT.
+func ParseURL(s string) (network, hostport string, err error) {
+	const want = "want ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT"
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Port() == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return "", "", fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+	}
+	network, ok := strings.CutPrefix(u.Scheme, "ipfix+")
+	if !ok || (network != "udp" && network != "tcp" && network != "tls") {
+		return "", "", fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+	}
+	return network, u.Host, nil
+}
+
+// New prepares an exporter. A UDP socket is opened at once (no packet is
+// sent until records come); a stream collector is dialled on the first
+// write, so a collector that is down at start costs drops, not startup.
 func New(cfg Config) (*Exporter, error) {
-	u, err := url.Parse(cfg.URL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("%w %q: want ipfix+udp://HOST:PORT", ErrScheme, cfg.URL)
-	}
-	if u.Scheme != "ipfix+udp" {
-		return nil, fmt.Errorf("%w %q: only ipfix+udp:// is supported so far", ErrScheme, cfg.URL)
-	}
-	if u.Port() == "" || strings.Trim(u.Path, "/") != "" {
-		return nil, fmt.Errorf("%w %q: want ipfix+udp://HOST:PORT", ErrScheme, cfg.URL)
-	}
-	raddr, err := net.ResolveUDPAddr("udp", u.Host)
+	network, host, err := ParseURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)
+		return nil, err
 	}
-	conn, err := net.DialUDP("udp", nil, raddr)
+	x := &Exporter{cfg: cfg, url: cfg.URL, sleep: time.Sleep, now: time.Now}
+	icfg := ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU}
+	switch network {
+	case "udp":
+		raddr, err := net.ResolveUDPAddr("udp", host)
+		if err != nil {
+			return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)
+		}
+		conn, err := net.DialUDP("udp", nil, raddr)
+		if err != nil {
+			return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)
+		}
+		x.tr = &udpTransport{conn: conn}
+		x.stats.connected.Store(true)
+		switch {
+		case cfg.Rate == 0:
+			x.gap = time.Duration(float64(time.Second) / DefaultRate)
+		case cfg.Rate > 0:
+			x.gap = time.Duration(float64(time.Second) / cfg.Rate)
+		}
+	default:
+		// A stream keeps its templates for the session (RFC 7011 8.1): no
+		// refresh; a new connection sends them again (Encoder.Reset).
+		icfg.RefreshMessages, icfg.RefreshInterval = -1, -1
+		st := &streamTransport{x: x, network: network, addr: host,
+			dialTimeout: orDefault(cfg.DialTimeout, DefaultDialTimeout), writeTimeout: orDefault(cfg.WriteTimeout, DefaultWriteTimeout),
+			minBackoff: orDefault(cfg.MinBackoff, DefaultMinBackoff), maxBackoff: orDefault(cfg.MaxBackoff, DefaultMaxBackoff)}
+		if network == "tls" {
+			st.tls = cfg.TLS
+			if st.tls == nil {
+				st.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			if st.tls.ServerName == "" {
+				st.tls = st.tls.Clone()
+				st.tls.ServerName, _, _ = net.SplitHostPort(host)
+			}
+		}
+		x.tr = st
+	}
+	x.enc, err = ipfix.NewEncoder(icfg, x.send)
 	if err != nil {
-		return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)
-	}
-	x := &Exporter{conn: conn, sleep: time.Sleep, now: time.Now}
-	switch {
-	case cfg.Rate == 0:
-		x.gap = time.Duration(float64(time.Second) / DefaultRate)
-	case cfg.Rate > 0:
-		x.gap = time.Duration(float64(time.Second) / cfg.Rate)
-	}
-	x.enc, err = ipfix.NewEncoder(ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU}, x.send)
-	if err != nil {
-		conn.Close()
+		x.tr.close()
 		return nil, err
 	}
 	return x, nil
 }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// URL returns the destination the exporter was made for.
+func (x *Exporter) URL() string { return x.url }
 
 // send paces and sends one message. A refused send is counted, not
 // returned: a collector that is down must not stop capture.
@@ -95,8 +177,13 @@ func (x *Exporter) send(msg []byte) error {
 		}
 		x.next = maxTime(x.next, now.Add(-10*x.gap)).Add(x.gap) // a short idle allows a burst of at most 10
 	}
-	if _, err := x.conn.Write(msg); err != nil {
-		x.stats.errs.Add(1)
+	if err := x.tr.write(msg); err != nil {
+		// The records in msg: the encoder's count after this message
+		// minus the message's sequence number (records before it).
+		x.stats.dropped.Add(uint64(x.enc.Sequence() - binary.BigEndian.Uint32(msg[8:])))
+		if !errors.Is(err, errDown) {
+			x.stats.errs.Add(1)
+		}
 		return nil
 	}
 	x.stats.messages.Add(1)
@@ -114,6 +201,7 @@ func maxTime(a, b time.Time) time.Time {
 // Write encodes and sends recs, then flushes the last partial message so
 // that records leave with their batch.
 func (x *Exporter) Write(recs []flow.Record) error {
+	x.tr.ready()
 	for i := range recs {
 		if err := x.enc.Add(&recs[i]); err != nil {
 			return err
@@ -123,13 +211,17 @@ func (x *Exporter) Write(recs []flow.Record) error {
 	return x.enc.Flush()
 }
 
-// Close flushes and closes the socket.
+// Close flushes and closes the connection.
 func (x *Exporter) Close() error {
-	return errors.Join(x.enc.Flush(), x.conn.Close())
+	err := x.enc.Flush()
+	x.tr.close()
+	x.stats.connected.Store(false)
+	return err
 }
 
 // Stats returns the counters.
 func (x *Exporter) Stats() Stats {
 	return Stats{Records: x.stats.records.Load(), Messages: x.stats.messages.Load(),
-		Bytes: x.stats.bytes.Load(), SendErrors: x.stats.errs.Load()}
+		Bytes: x.stats.bytes.Load(), SendErrors: x.stats.errs.Load(), DroppedRecords: x.stats.dropped.Load(),
+		Connects: x.stats.connects.Load(), DialErrors: x.stats.dialErrs.Load(), Connected: x.stats.connected.Load()}
 }

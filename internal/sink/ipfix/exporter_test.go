@@ -8,7 +8,7 @@ import (
 )
 
 func TestURL(t *testing.T) {
-	for _, u := range []string{"udp://127.0.0.1:4739", "ipfix+tcp://127.0.0.1:4739", "ipfix+udp://127.0.0.1", "ipfix+udp://127.0.0.1:4739/x", "ipfix+udp://", "::"} {
+	for _, u := range []string{"udp://127.0.0.1:4739", "ipfix+sctp://127.0.0.1:4739", "ipfix+tcp://127.0.0.1:4739?x=1", "ipfix+udp://127.0.0.1", "ipfix+udp://127.0.0.1:4739/x", "ipfix+udp://", "::"} {
 		if _, err := New(Config{URL: u}); !errors.Is(err, ErrScheme) {
 			t.Errorf("%q: %v, want ErrScheme", u, err)
 		}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/sink"
+	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// sinkOpts are the flags that say where records go (capture and collect
+// share them): stdout, the store, IPFIX destinations.
+type sinkOpts struct {
+	output                         string
+	top                            int
+	store                          storeOpts
+	export                         listFlag
+	exportRate                     float64
+	exportCA, exportCert, exportKey string
+
+	st        *store.Store // open store, nil when --data-dir off
+	exporters []*ipfixsink.Exporter
+	main      sink.Sink // stdout and store
+}
+
+func (o *sinkOpts) flags(fs *flag.FlagSet) {
+	o.store.flags(fs)
+	fs.Var(&o.export, "export", "also send every record as IPFIX to `url`: ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT; repeatable")
+	fs.Float64Var(&o.exportRate, "export-rate", ipfixsink.DefaultRate, "IPFIX messages per second per UDP --export destination (paced so a burst does not overflow the collector; 0: unpaced)")
+	fs.StringVar(&o.exportCA, "export-ca", "", "PEM `file` of the CA that signed ipfix+tls:// collectors' certificates (default: the system roots)")
+	fs.StringVar(&o.exportCert, "export-cert", "", "PEM `file` of the client certificate for ipfix+tls:// (mutual TLS; with --export-key)")
+	fs.StringVar(&o.exportKey, "export-key", "", "PEM `file` of the client certificate's key")
+	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or none")
+	fs.StringVar(&o.output, "o", "table", "short for --output")
+	fs.IntVar(&o.top, "top", 20, "with --output=table: show the top `n` flows by bytes at the end; 0 prints every record as it is emitted")
+}
+
+// open builds the sinks. A usage mistake comes back as errUsage.
+func (o *sinkOpts) open(stdout_ io.Writer) error {
+	switch o.output {
+	case "table":
+		o.main = stdout.NewTable(stdout_, o.top)
+	case "json":
+		o.main = stdout.NewJSON(stdout_)
+	case "none":
+		o.main = sink.Multi{}
+	default:
+		return errUsage(fmt.Sprintf("unknown --output %q: use table, json or none", o.output))
+	}
+	stor, err := o.store.open()
+	if err != nil {
+		return err
+	}
+	if stor != nil {
+		o.st = stor
+		o.main = sink.Multi{o.main, stor}
+	}
+	var tlsCfg *tls.Config
+	if o.exportCA != "" || o.exportCert != "" || o.exportKey != "" {
+		if tlsCfg, err = ipfixsink.TLSConfig(o.exportCA, o.exportCert, o.exportKey); err != nil {
+			o.close()
+			return errUsage(fmt.Sprintf("--export-ca/--export-cert/--export-key: %v", err))
+		}
+	}
+	for _, u := range o.export {
+		rate := o.exportRate
+		if rate == 0 {
+			rate = -1 // unpaced
+		}
+		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate, TLS: tlsCfg})
+		if err != nil {
+			o.close()
+			if errors.Is(err, ipfixsink.ErrScheme) {
+				return errUsage(fmt.Sprintf("--export: %v", err))
+			}
+			return fmt.Errorf("--export: %v", err)
+		}
+		o.exporters = append(o.exporters, x)
+	}
+	return nil
+}
+
+// sync returns one sink writing to all, in turn: for file replay, where
+// blocking is the right answer to a slow sink.
+func (o *sinkOpts) sync() sink.Sink {
+	all := sink.Multi{o.main}
+	for _, x := range o.exporters {
+		all = append(all, x)
+	}
+	return all
+}
+
+// queued puts a bounded queue of depth batches in front of the main sinks
+// and another in front of each exporter, so that a slow collector drops
+// (counted) only its own records and never holds up capture or the store.
+func (o *sinkOpts) queued(depth int) (sink.Sink, []*sink.Queue) {
+	qs := []*sink.Queue{sink.NewQueue(o.output, o.main, depth, 1024)}
+	for _, x := range o.exporters {
+		qs = append(qs, sink.NewQueue("export "+x.URL(), x, depth, 1024))
+	}
+	all := make(sink.Multi, len(qs))
+	for i, q := range qs {
+		all[i] = q
+	}
+	return all, qs
+}
+
+// collectors are the metrics of the store and the exporters.
+func (o *sinkOpts) collectors() []metrics.Collector {
+	var cs []metrics.Collector
+	if o.st != nil {
+		cs = append(cs, o.st.Collector())
+	}
+	if len(o.exporters) > 0 {
+		cs = append(cs, ipfixsink.Collector(o.exporters...))
+	}
+	return cs
+}
+
+// close closes what open opened (on an error before the sinks are used).
+func (o *sinkOpts) close() {
+	if o.main != nil {
+		o.main.Close()
+	}
+	for _, x := range o.exporters {
+		x.Close()
+	}
+}
+
+// printStats prints the store's and the exporters' counters (after the
+// sinks are closed).
+func (o *sinkOpts) printStats(w io.Writer) {
+	if o.st != nil {
+		printStoreStats(w, o.st, o.store.dir)
+	}
+	for _, x := range o.exporters {
+		st := x.Stats()
+		fmt.Fprintf(w, "export: %d records in %d IPFIX messages (%s) to %s; %d records dropped, %d send errors",
+			st.Records, st.Messages, stdout.Bytes(st.Bytes), x.URL(), st.DroppedRecords, st.SendErrors)
+		if st.Connects+st.DialErrors > 0 {
+			fmt.Fprintf(w, ", %d connects, %d failed dials", st.Connects, st.DialErrors)
+		}
+		fmt.Fprintln(w)
+	}
+}
