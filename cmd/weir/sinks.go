@@ -17,11 +17,11 @@ import (
 // sinkOpts are the flags that say where records go (capture and collect
 // share them): stdout, the store, IPFIX destinations.
 type sinkOpts struct {
-	output                         string
-	top                            int
-	store                          storeOpts
-	export                         listFlag
-	exportRate                     float64
+	output                          string
+	top                             int
+	store                           storeOpts
+	export                          listFlag
+	exportRate                      float64
 	exportCA, exportCert, exportKey string
 
 	st        *store.Store // open store, nil when --data-dir off
