@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,10 @@ import (
 // default socket buffer.
 const DefaultRate = 2000
 
+// MaxUDPMTU is the largest message a UDP datagram carries over IPv4
+// (65,535 less the IP and UDP headers).
+const MaxUDPMTU = 65535 - 20 - 8
+
 // Defaults of the stream transports.
 const (
 	DefaultDialTimeout  = 5 * time.Second
@@ -38,8 +43,8 @@ const (
 
 // Config configures an Exporter.
 type Config struct {
-	URL    string  // ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT
-	MTU    int     // largest message (default ipfix.DefaultMTU)
+	URL    string  // ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT, optionally ?mtu=BYTES
+	MTU    int     // largest message (default ipfix.DefaultMTU; the URL's mtu wins)
 	Rate   float64 // UDP messages per second (0: DefaultRate; <0: unpaced)
 	Domain uint32  // observation domain id
 	// TLS configures ipfix+tls:// (nil: system roots, server name from
@@ -88,32 +93,49 @@ type Exporter struct {
 var ErrScheme = errors.New("ipfix: unsupported export URL")
 
 // ParseURL splits an export URL into its transport ("udp", "tcp" or "tls")
-// and HOST:PORT.
-func ParseURL(s string) (network, hostport string, err error) {
-	const want = "want ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT"
+// and HOST:PORT, and returns the message size its "?mtu=N" asks for (0:
+// not given).
+func ParseURL(s string) (network, hostport string, mtu int, err error) {
+	const want = "want ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT[?mtu=BYTES]"
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || u.Port() == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
-		return "", "", fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+	if err != nil || u.Host == "" || u.Port() == "" || strings.Trim(u.Path, "/") != "" {
+		return "", "", 0, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+	}
+	q := u.Query()
+	if m := q.Get("mtu"); m != "" {
+		if mtu, err = strconv.Atoi(m); err != nil || mtu <= 0 {
+			return "", "", 0, fmt.Errorf("%w %q: mtu must be a positive number of bytes", ErrScheme, s)
+		}
+		q.Del("mtu")
+	}
+	if len(q) > 0 {
+		return "", "", 0, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
 	}
 	network, ok := strings.CutPrefix(u.Scheme, "ipfix+")
 	if !ok || (network != "udp" && network != "tcp" && network != "tls") {
-		return "", "", fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+		return "", "", 0, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
 	}
-	return network, u.Host, nil
+	return network, u.Host, mtu, nil
 }
 
 // New prepares an exporter. A UDP socket is opened at once (no packet is
 // sent until records come); a stream collector is dialled on the first
 // write, so a collector that is down at start costs drops, not startup.
 func New(cfg Config) (*Exporter, error) {
-	network, host, err := ParseURL(cfg.URL)
+	network, host, mtu, err := ParseURL(cfg.URL)
 	if err != nil {
 		return nil, err
+	}
+	if mtu != 0 {
+		cfg.MTU = mtu
 	}
 	x := &Exporter{cfg: cfg, url: cfg.URL, sleep: time.Sleep, now: time.Now}
 	icfg := ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU}
 	switch network {
 	case "udp":
+		if cfg.MTU > MaxUDPMTU {
+			return nil, fmt.Errorf("%w: MTU %d: a UDP datagram holds at most %d bytes", ipfix.ErrBadConfig, cfg.MTU, MaxUDPMTU)
+		}
 		raddr, err := net.ResolveUDPAddr("udp", host)
 		if err != nil {
 			return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)

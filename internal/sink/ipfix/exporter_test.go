@@ -5,13 +5,21 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/weir-dev/weir/internal/ipfix"
 )
 
 func TestURL(t *testing.T) {
-	for _, u := range []string{"udp://127.0.0.1:4739", "ipfix+sctp://127.0.0.1:4739", "ipfix+tcp://127.0.0.1:4739?x=1", "ipfix+udp://127.0.0.1", "ipfix+udp://127.0.0.1:4739/x", "ipfix+udp://", "::"} {
+	for _, u := range []string{"udp://127.0.0.1:4739", "ipfix+sctp://127.0.0.1:4739", "ipfix+tcp://127.0.0.1:4739?x=1", "ipfix+udp://127.0.0.1:4739?mtu=0", "ipfix+udp://127.0.0.1", "ipfix+udp://127.0.0.1:4739/x", "ipfix+udp://", "::"} {
 		if _, err := New(Config{URL: u}); !errors.Is(err, ErrScheme) {
 			t.Errorf("%q: %v, want ErrScheme", u, err)
 		}
+	}
+	if x, err := New(Config{URL: "ipfix+udp://127.0.0.1:4739?mtu=9000"}); err != nil || x.cfg.MTU != 9000 {
+		t.Errorf("?mtu=9000: %v", err)
+	}
+	if _, err := New(Config{URL: "ipfix+udp://127.0.0.1:4739", MTU: MaxUDPMTU + 1}); !errors.Is(err, ipfix.ErrBadConfig) {
+		t.Errorf("UDP with an MTU over a datagram: %v, want ErrBadConfig", err)
 	}
 }
 
