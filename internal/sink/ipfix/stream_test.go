@@ -1,24 +1,18 @@
 package ipfix
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weir-dev/weir/internal/ipfix"
+	"github.com/weir-dev/weir/internal/testpki"
 )
 
 // streamMsg is what the test collector saw of one message.
@@ -216,56 +210,19 @@ func TestTCPStalled(t *testing.T) {
 	}
 }
 
-// testPKI writes a CA and a certificate for 127.0.0.1 signed by it (PEM
-// files in dir) and returns their paths.
-func testPKI(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certFile, keyFile string, cert *x509.Certificate, key *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-	}
-	parent, signer := tmpl, key
-	if ca == nil {
-		tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
-		tmpl.KeyUsage |= x509.KeyUsageCertSign
-	} else {
-		parent, signer = ca, caKey
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ = x509.ParseCertificate(der)
-	kder, _ := x509.MarshalECPrivateKey(key)
-	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
-	return certFile, keyFile, cert, key
-}
-
 // TestTLS: export over mutual TLS to a collector whose certificate the
 // given CA signed delivers every record; with another CA the handshake
 // fails and the records are counted as dropped.
 func TestTLS(t *testing.T) {
-	dir := t.TempDir()
-	caFile, _, ca, caKey := testPKI(t, dir, "ca", nil, nil)
-	srvCert, srvKey, _, _ := testPKI(t, dir, "server", ca, caKey)
-	cliCert, cliKey, _, _ := testPKI(t, dir, "client", ca, caKey)
-	otherCA, _, _, _ := testPKI(t, dir, "other-ca", nil, nil)
-
-	kp, err := tls.LoadX509KeyPair(srvCert, srvKey)
+	pki := testpki.Write(t, t.TempDir())
+	caFile, cliCert, cliKey, otherCA := pki.CA, pki.ClientCert, pki.ClientKey, pki.OtherCA
+	kp, err := tls.LoadX509KeyPair(pki.ServerCert, pki.ServerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	caPEM, _ := os.ReadFile(caFile)
 	pool := x509.NewCertPool()
-	pool.AddCert(ca)
+	pool.AppendCertsFromPEM(caPEM)
 	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12})
 	if err != nil {
