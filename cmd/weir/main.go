@@ -31,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
+		{"collect", "receive IPFIX (UDP, TCP, TLS) and NetFlow v9/v5 from exporters into the same sinks", runCollect},
 		{"query", "answer questions from the flow store: top talkers, conversations, applications over time", runQuery},
 		{"bench", "benchmark tools: build a flow store of generated records (gendb)", runBench},
 		{"version", "print weir's version and build information", runVersion},

@@ -34,11 +34,6 @@ var (
 	mRecords    = counter("weir_flow_records_total", "Records emitted, by end reason.", "reason")
 	mEvicted    = counter("weir_flow_evictions_total", "Flows removed from the tables, by reason.", "reason")
 	mFullPasses = counter("weir_flow_full_table_passes_total", "Passes evicting the stalest flows because a table was full.")
-	mQDepth     = gauge("weir_sink_queue_depth", "Batches waiting in a sink's queue.", "sink")
-	mQCap       = gauge("weir_sink_queue_capacity", "Batches a sink's queue holds.", "sink")
-	mQWritten   = counter("weir_sink_records_total", "Records handed to a sink.", "sink")
-	mQDropped   = counter("weir_sink_dropped_records_total", "Records dropped because a sink's queue was full.", "sink")
-	mQErrors    = counter("weir_sink_errors_total", "Batches a sink failed to write.", "sink")
 )
 
 func counter(name, help string, labels ...string) *metrics.Desc {
@@ -52,21 +47,20 @@ func gauge(name, help string, labels ...string) *metrics.Desc {
 // collector renders a Capture's and its sink queues' counters.
 type collector struct {
 	c      *Capture
-	queues []*sink.Queue
+	queues metrics.Collector
 }
 
 // Collector returns a metrics.Collector for the capture and the given sink
 // queues. Values are the workers' last published counters (every Tick).
 func (c *Capture) Collector(queues ...*sink.Queue) metrics.Collector {
-	return &collector{c: c, queues: queues}
+	return &collector{c: c, queues: sink.QueueCollector(queues...)}
 }
 
 // Describe lists every metric the collector emits.
 func (col *collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mIfPackets, mIfBytes, mKPackets, mKDrops, mKFreezes, mCorrupt, mIfOpen,
+	return append(col.queues.Describe(), mIfPackets, mIfBytes, mKPackets, mKDrops, mKFreezes, mCorrupt, mIfOpen,
 		mOpened, mReleased, mOpenFails, mWorkers, mDecFrames, mDecoded, mDecErrors, mNonIP, mFrags,
-		mActive, mCapacity, mTableBytes, mFPackets, mDupes, mCreated, mRecords, mEvicted, mFullPasses,
-		mQDepth, mQCap, mQWritten, mQDropped, mQErrors}
+		mActive, mCapacity, mTableBytes, mFPackets, mDupes, mCreated, mRecords, mEvicted, mFullPasses)
 }
 
 // Collect writes the current values.
@@ -113,12 +107,5 @@ func (col *collector) Collect(w *metrics.Writer) {
 		w.Sample(mEvicted, float64(t.Evicted[r]), r.String())
 	}
 	w.Sample(mFullPasses, float64(t.FullPasses))
-	for _, q := range col.queues {
-		qs := q.Stats()
-		w.Sample(mQDepth, float64(qs.Depth), q.Name())
-		w.Sample(mQCap, float64(qs.Capacity), q.Name())
-		w.Sample(mQWritten, float64(qs.Written), q.Name())
-		w.Sample(mQDropped, float64(qs.Dropped), q.Name())
-		w.Sample(mQErrors, float64(qs.Errors), q.Name())
-	}
+	col.queues.Collect(w)
 }

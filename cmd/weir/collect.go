@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/weir-dev/weir/internal/collector"
+	"github.com/weir-dev/weir/internal/ipfix"
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/sink"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+)
+
+const collectExamples = `Examples:
+  # Collect IPFIX and NetFlow v9/v5 on the standard port (loopback), store it
+  weir collect
+
+  # From the network, UDP and TLS; also re-export to another collector
+  weir collect --listen udp://0.0.0.0:4739 --listen tls://0.0.0.0:4740 \
+      --tls-cert server.pem --tls-key server.key --export ipfix+udp://10.0.0.9:4739
+
+  # Print what arrives, one JSON record per flow, for 30 seconds
+  weir collect --duration 30s -o json --data-dir off
+`
+
+type collectOpts struct {
+	listen                       listFlag
+	sockets, queueDepth          int
+	duration                     time.Duration
+	templateTimeout              time.Duration
+	tlsCert, tlsKey, tlsClientCA string
+	metricsAddr                  string
+	metricsPublic, stats         bool
+	sinks                        sinkOpts
+}
+
+func runCollect(args []string, stdout_, stderr io.Writer) int {
+	var o collectOpts
+	fs := newFlagSet("collect", "weir collect [--listen URL]... [flags]",
+		`Receive flow records from exporters (routers, softflowd, nfprobe, another
+weir): IPFIX over UDP, TCP or TLS, and NetFlow v9 and v5 over UDP. Records go
+to the same places captured ones do: the store (queried with 'weir query'),
+stdout, and --export destinations. Templates are kept per exporter and
+observation domain (per connection for TCP/TLS) and expire when not
+refreshed; options templates (e.g. sampling) are decoded and kept. Malformed
+messages are counted by reason (--stats, weir_collector_* metrics), never
+fatal.`, collectExamples)
+	fs.Var(&o.listen, "listen", "receive on `url`: udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT; repeatable (default "+collector.DefaultListen+")")
+	fs.IntVar(&o.sockets, "sockets", 0, "SO_REUSEPORT sockets (and goroutines) per UDP address (0: one per CPU)")
+	fs.DurationVar(&o.templateTimeout, "template-timeout", 30*time.Minute, "forget a UDP exporter's template not refreshed for this long")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file` for tls:// listeners")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM key `file` of --tls-cert")
+	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "require exporters' client certificates signed by the CA in this PEM `file`")
+	fs.IntVar(&o.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9465", "serve Prometheus metrics at `host:port`/metrics ('off' disables); loopback only unless --metrics-public")
+	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "allow --metrics-addr to be a non-loopback address")
+	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, sequence gaps) to stderr at exit")
+	o.sinks.flags(fs)
+	if done, code := parseFlags(fs, args, stdout_, stderr); done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir collect: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if o.queueDepth < 1 || o.duration < 0 || o.templateTimeout <= 0 {
+		return fail("--queue-depth must be at least 1, --duration not negative, --template-timeout positive")
+	}
+	cfg := collector.Config{Listen: o.listen, Sockets: o.sockets,
+		Decoder: ipfix.DecoderConfig{TemplateTimeout: o.templateTimeout}}
+	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
+		t, err := serverTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
+		if err != nil {
+			return fail("--tls-cert/--tls-key/--tls-client-ca: %v", err)
+		}
+		cfg.TLS = t
+	}
+	var ue errUsage
+	switch err := o.sinks.open(stdout_); {
+	case errors.As(err, &ue):
+		return fail("%v", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "weir collect: %v\n", err)
+		return exitFailure
+	}
+	out, queues := o.sinks.queued(o.queueDepth)
+	c, err := collector.New(cfg, out)
+	if err != nil {
+		out.Close()
+		if errors.Is(err, collector.ErrListen) {
+			return fail("--listen: %v", err)
+		}
+		fmt.Fprintf(stderr, "weir collect: %v\n", err)
+		return exitFailure
+	}
+	if o.metricsAddr != "off" {
+		reg := metrics.NewRegistry()
+		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(), sink.QueueCollector(queues...)}
+		for _, col := range append(cols, o.sinks.collectors()...) {
+			if err := reg.Register(col); err != nil {
+				out.Close()
+				return fail("metrics: %v", err)
+			}
+		}
+		ln, err := metrics.Listen(o.metricsAddr, o.metricsPublic)
+		if err != nil {
+			out.Close()
+			return fail("--metrics-addr: %v", err)
+		}
+		srv := metrics.Serve(ln, reg)
+		defer srv.Close()
+	}
+	for _, a := range c.Addrs() {
+		fmt.Fprintf(stderr, "weir collect: listening on %s %s\n", a.Network(), a)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if o.duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	runErr := c.Run(ctx)
+	closeErr := out.Close()
+	if o.stats {
+		printCollectStats(stderr, c.Stats())
+		for _, q := range queues {
+			qs := q.Stats()
+			fmt.Fprintf(stderr, "sink queue  %s: %s records written, %s dropped\n", q.Name(), stdout.Count(qs.Written), stdout.Count(qs.Dropped))
+		}
+		o.sinks.printStats(stderr)
+	}
+	if err := errors.Join(runErr, closeErr); err != nil {
+		fmt.Fprintf(stderr, "weir collect: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serverTLS builds the tls:// listeners' configuration.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("tls:// needs both --tls-cert and --tls-key")
+	}
+	kp, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		c.ClientCAs = x509.NewCertPool()
+		if !c.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
+		}
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return c, nil
+}
+
+// printCollectStats prints the collector's counters.
+func printCollectStats(w io.Writer, st collector.Stats) {
+	n := stdout.Count
+	fmt.Fprintf(w, "messages    %s IPFIX, %s NetFlow v9, %s NetFlow v5; %s sequence gaps\n",
+		n(st.Messages[2]), n(st.Messages[1]), n(st.Messages[0]), n(st.SequenceGaps))
+	fmt.Fprintf(w, "records     %s flows, %s options records; %s templates learnt, %s withdrawn, %s expired, %s held; %s sets skipped\n",
+		n(st.Records), n(st.OptionsRecords), n(st.Templates), n(st.Withdrawals), n(st.Expired), n(st.TemplatesLive), n(st.SkippedSets))
+	fmt.Fprintf(w, "errors     ")
+	for i, c := range st.Errors {
+		fmt.Fprintf(w, " %s %s", ipfix.DecodeError(i), n(c))
+	}
+	fmt.Fprintf(w, "\nconnections %s accepted, %s rejected, %d open; %s read errors, %s sink errors\n",
+		n(st.ConnsAccepted), n(st.ConnsRejected), st.ConnsOpen, n(st.ReadErrors), n(st.SinkErrors))
+}

@@ -1,0 +1,302 @@
+package ipfix
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// Defaults and bounds of DecoderConfig.
+const (
+	// DefaultTemplateTimeout: a template not refreshed for this long is
+	// forgotten (RFC 7011 8.4 leaves the lifetime to the collector; several
+	// refresh intervals of common exporters).
+	DefaultTemplateTimeout = 30 * time.Minute
+	DefaultMaxSessions     = 4096 // exporter and domain pairs
+	DefaultMaxTemplates    = 512  // per session
+	// MaxFields bounds a template's fields: every field costs at least 4
+	// bytes of template, so no real message needs more.
+	MaxFields = 512
+	// maxNames bounds the interface names interned per session.
+	maxNames = 256
+)
+
+// DecoderConfig configures a Decoder.
+type DecoderConfig struct {
+	TemplateTimeout time.Duration // default DefaultTemplateTimeout
+	MaxSessions     int           // default DefaultMaxSessions
+	MaxTemplates    int           // per session; default DefaultMaxTemplates
+	Now             func() time.Time
+}
+
+// DecodeError is why a message, set or record could not be decoded.
+type DecodeError uint8
+
+// Decode errors.
+const (
+	ErrShortHeader      DecodeError = iota // shorter than its version's header
+	ErrBadVersion                          // not 5, 9 or 10
+	ErrBadLength                           // message length field disagrees with the bytes
+	ErrBadSetLength                        // a set runs past the message or is under 4 bytes
+	ErrUnknownTemplate                     // data set for a template never seen (or withdrawn, expired)
+	ErrBadTemplate                         // template record malformed (ids, field count, lengths)
+	ErrTooManyTemplates                    // a session's template bound was reached
+	ErrTooManySessions                     // the exporter×domain bound was reached
+	ErrBadFieldLength                      // a variable-length field runs past its set
+	ErrBadCount                            // NetFlow v5 count disagrees with the length
+	numDecodeErrors
+)
+
+// NumDecodeErrors is the number of DecodeError values.
+const NumDecodeErrors = int(numDecodeErrors)
+
+var decodeErrorNames = [numDecodeErrors]string{"short_header", "bad_version", "bad_length", "bad_set_length",
+	"unknown_template", "bad_template", "too_many_templates", "too_many_sessions", "bad_field_length", "bad_count"}
+
+// String returns the error's metric label.
+func (e DecodeError) String() string {
+	if e < numDecodeErrors {
+		return decodeErrorNames[e]
+	}
+	return fmt.Sprintf("error_%d", e)
+}
+
+// ErrDecode is wrapped by every error Decode returns; errors.As gives the
+// *Error with its reason.
+var ErrDecode = errors.New("ipfix: decode")
+
+// Error is a decode failure with its reason.
+type Error struct {
+	Reason DecodeError
+	Detail string
+}
+
+func (e *Error) Error() string { return "ipfix: " + e.Reason.String() + ": " + e.Detail }
+
+// Unwrap makes errors.Is(err, ErrDecode) true.
+func (e *Error) Unwrap() error { return ErrDecode }
+
+// DecodeStats are a Decoder's counters.
+type DecodeStats struct {
+	Messages       [3]uint64 // by version: NetFlow v5, v9, IPFIX
+	Records        uint64    // flow records emitted
+	OptionsRecords uint64    // options data records (kept, not emitted)
+	Templates      uint64    // template records learnt (refreshes included)
+	Withdrawals    uint64    // templates withdrawn
+	Expired        uint64    // templates forgotten for want of refresh
+	TemplatesLive  uint64    // templates held now
+	SequenceGaps   uint64    // messages whose sequence number was not the expected one
+	SkippedSets    uint64    // data sets skipped (unknown template)
+	Errors         [NumDecodeErrors]uint64
+}
+
+// Add adds o's counters to s (TemplatesLive too: live templates of
+// several decoders add up).
+func (s *DecodeStats) Add(o *DecodeStats) {
+	for i := range s.Messages {
+		s.Messages[i] += o.Messages[i]
+	}
+	s.Records += o.Records
+	s.OptionsRecords += o.OptionsRecords
+	s.Templates += o.Templates
+	s.Withdrawals += o.Withdrawals
+	s.Expired += o.Expired
+	s.TemplatesLive += o.TemplatesLive
+	s.SequenceGaps += o.SequenceGaps
+	s.SkippedSets += o.SkippedSets
+	for i := range s.Errors {
+		s.Errors[i] += o.Errors[i]
+	}
+}
+
+// sessionKey is a template scope: RFC 7011 scopes templates to the
+// transport session and observation domain; for UDP the session is the
+// exporter's address and port.
+type sessionKey struct {
+	from    netip.AddrPort
+	domain  uint32
+	version uint16
+}
+
+type session struct {
+	seen      time.Time // last message
+	templates map[uint16]*template
+	nextSeq   uint32
+	seqKnown  bool
+	names     map[string]string
+	sampling  uint32
+}
+
+// Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
+// is not safe for concurrent use: give each socket or connection its own.
+type Decoder struct {
+	cfg      DecoderConfig
+	sessions map[sessionKey]*session
+	stats    DecodeStats
+	rec      flow.Record
+	live     int // templates held
+}
+
+// NewDecoder returns a Decoder.
+func NewDecoder(cfg DecoderConfig) *Decoder {
+	if cfg.TemplateTimeout <= 0 {
+		cfg.TemplateTimeout = DefaultTemplateTimeout
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxTemplates <= 0 {
+		cfg.MaxTemplates = DefaultMaxTemplates
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Decoder{cfg: cfg, sessions: map[sessionKey]*session{}}
+}
+
+// Stats returns the counters.
+func (d *Decoder) Stats() DecodeStats {
+	s := d.stats
+	s.TemplatesLive = uint64(d.live)
+	return s
+}
+
+// Forget drops the templates of every session of exporter (its TCP
+// connection closed).
+func (d *Decoder) Forget(exporter netip.AddrPort) {
+	for k, s := range d.sessions {
+		if k.from == exporter {
+			d.live -= len(s.templates)
+			delete(d.sessions, k)
+		}
+	}
+}
+
+// Sampling returns the 1-in-N packet sampling interval an exporter's
+// options data (or NetFlow v5 header) announced for domain, or 0.
+func (d *Decoder) Sampling(exporter netip.AddrPort, domain uint32) uint32 {
+	for _, v := range []uint16{Version, 9, 5} {
+		if s := d.sessions[sessionKey{exporter, domain, v}]; s != nil && s.sampling != 0 {
+			return s.sampling
+		}
+	}
+	return 0
+}
+
+func (d *Decoder) fail(reason DecodeError, format string, a ...any) error {
+	d.stats.Errors[reason]++
+	return &Error{Reason: reason, Detail: fmt.Sprintf(format, a...)}
+}
+
+// session finds or makes the session of key, within the bound.
+func (d *Decoder) session(key sessionKey) (*session, error) {
+	now := d.cfg.Now()
+	if s := d.sessions[key]; s != nil {
+		s.seen = now
+		return s, nil
+	}
+	if len(d.sessions) >= d.cfg.MaxSessions {
+		// Exporters that restart come back from new source ports: make
+		// room by forgetting sessions silent for the template timeout.
+		for k, s := range d.sessions {
+			if now.Sub(s.seen) > d.cfg.TemplateTimeout {
+				d.live -= len(s.templates)
+				delete(d.sessions, k)
+			}
+		}
+		if len(d.sessions) >= d.cfg.MaxSessions {
+			return nil, d.fail(ErrTooManySessions, "%d sessions", len(d.sessions))
+		}
+	}
+	s := &session{templates: map[uint16]*template{}, seen: now}
+	d.sessions[key] = s
+	return s, nil
+}
+
+// Decode decodes one message received from exporter and calls emit for
+// each flow record; the record is reused after emit returns. Records
+// emitted before an error stay emitted. Every error is counted by reason
+// and wraps ErrDecode.
+func (d *Decoder) Decode(exporter netip.AddrPort, msg []byte, emit func(*flow.Record)) error {
+	if len(msg) < 4 {
+		return d.fail(ErrShortHeader, "%d bytes", len(msg))
+	}
+	switch binary.BigEndian.Uint16(msg) {
+	case Version:
+		return d.decodeIPFIX(exporter, msg, emit)
+	case 9:
+		return d.decodeV9(exporter, msg, emit)
+	case 5:
+		return d.decodeV5(exporter, msg, emit)
+	}
+	return d.fail(ErrBadVersion, "version %d", binary.BigEndian.Uint16(msg))
+}
+
+// sequence checks a message's sequence number against the session's
+// expectation and sets the next one.
+func (d *Decoder) sequence(s *session, seq, next uint32) {
+	if s.seqKnown && seq != s.nextSeq {
+		d.stats.SequenceGaps++
+	}
+	s.nextSeq, s.seqKnown = next, true
+}
+
+// expire forgets the session's templates not refreshed since the timeout.
+func (d *Decoder) expire(s *session, now time.Time) {
+	for id, t := range s.templates {
+		if now.Sub(t.seen) > d.cfg.TemplateTimeout {
+			delete(s.templates, id)
+			d.live--
+			d.stats.Expired++
+		}
+	}
+}
+
+func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.Record)) error {
+	be := binary.BigEndian
+	if len(msg) < headerLen {
+		return d.fail(ErrShortHeader, "%d bytes", len(msg))
+	}
+	if n := int(be.Uint16(msg[2:])); n != len(msg) {
+		return d.fail(ErrBadLength, "length field %d, message %d bytes", n, len(msg))
+	}
+	d.stats.Messages[2]++
+	hdr := msgHeader{export: int64(be.Uint32(msg[4:])), version: Version}
+	seq, domain := be.Uint32(msg[8:]), be.Uint32(msg[12:])
+	s, err := d.session(sessionKey{from, domain, Version})
+	if err != nil {
+		return err
+	}
+	now := d.cfg.Now()
+	d.expire(s, now)
+	before := d.stats.Records + d.stats.OptionsRecords
+	defer func() { d.sequence(s, seq, seq+uint32(d.stats.Records+d.stats.OptionsRecords-before)) }()
+	for p := headerLen; p < len(msg); {
+		if p+4 > len(msg) {
+			return d.fail(ErrBadSetLength, "set header at %d of %d", p, len(msg))
+		}
+		id, sl := be.Uint16(msg[p:]), int(be.Uint16(msg[p+2:]))
+		if sl < 4 || p+sl > len(msg) {
+			return d.fail(ErrBadSetLength, "set %d of %d bytes at %d of %d", id, sl, p, len(msg))
+		}
+		body := msg[p+4 : p+sl]
+		p += sl
+		switch {
+		case id == 2 || id == 3:
+			if err := d.templateSet(s, body, id == 3, false, now); err != nil {
+				return err
+			}
+		case id >= 256:
+			if err := d.dataSet(s, id, body, &hdr, emit); err != nil {
+				return err
+			}
+		default: // sets 0, 1, 4..255 are reserved in IPFIX: skip
+			d.stats.SkippedSets++
+		}
+	}
+	return nil
+}

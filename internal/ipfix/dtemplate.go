@@ -1,0 +1,438 @@
+package ipfix
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// A template compiles to ops: one per field, saying which record field it
+// fills, so decoding a record is one pass with no lookups.
+type op struct {
+	kind   uint8
+	length uint16 // octets, or Variable
+}
+
+// Field kinds a template's fields compile to.
+const (
+	kSkip uint8 = iota
+	kBytes
+	kPackets
+	kBytesTotal
+	kPacketsTotal
+	kRevBytes
+	kRevPackets
+	kRevBytesTotal
+	kRevPacketsTotal
+	kSrc4
+	kDst4
+	kSrc6
+	kDst6
+	kSrcPort
+	kDstPort
+	kProto
+	kFlags
+	kRevFlags
+	kICMPTypeCode
+	kICMPType
+	kICMPCode
+	kVLAN
+	kEndReason
+	kIfName
+	kIfIndex
+	kStartSec
+	kEndSec
+	kStartMs
+	kEndMs
+	kStartNTPus // dateTimeMicroseconds: NTP format
+	kEndNTPus
+	kStartNTPns
+	kEndNTPns
+	kStartUptime // ms since the exporter's boot
+	kEndUptime
+	kSysInitMs // systemInitTimeMilliseconds
+	kStartDeltaUs
+	kEndDeltaUs
+	kSampling // samplingInterval, samplerRandomInterval, samplingPacketInterval
+)
+
+// ieKind maps IANA information element ids (also NetFlow v9 field types,
+// which share the numbers below 128 and these above) to kinds.
+var ieKind = map[uint16]uint8{
+	1: kBytes, 2: kPackets, 85: kBytesTotal, 86: kPacketsTotal,
+	8: kSrc4, 12: kDst4, 27: kSrc6, 28: kDst6, 7: kSrcPort, 11: kDstPort, 4: kProto, 6: kFlags,
+	32: kICMPTypeCode, 139: kICMPTypeCode, 176: kICMPType, 177: kICMPCode, 178: kICMPType, 179: kICMPCode,
+	58: kVLAN, 243: kVLAN, 136: kEndReason, 82: kIfName, 10: kIfIndex,
+	150: kStartSec, 151: kEndSec, 152: kStartMs, 153: kEndMs, 154: kStartNTPus, 155: kEndNTPus,
+	156: kStartNTPns, 157: kEndNTPns, 22: kStartUptime, 21: kEndUptime, 160: kSysInitMs,
+	158: kStartDeltaUs, 159: kEndDeltaUs, 34: kSampling, 50: kSampling, 305: kSampling,
+}
+
+// revKind maps kinds to their RFC 5103 reverse (PEN 29305) kinds.
+var revKind = map[uint8]uint8{kBytes: kRevBytes, kPackets: kRevPackets, kBytesTotal: kRevBytesTotal,
+	kPacketsTotal: kRevPacketsTotal, kFlags: kRevFlags}
+
+type template struct {
+	ops     []op
+	minLen  int // shortest record (variable fields as 1 octet)
+	options bool
+	seen    time.Time
+}
+
+// templateSet learns the template records of one set (options: an options
+// template set; v9: NetFlow v9 layout, whose options templates give scope
+// and option lengths in bytes).
+func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.Time) error {
+	be := binary.BigEndian
+	for len(b) >= 4 {
+		id, count := be.Uint16(b), int(be.Uint16(b[2:]))
+		b = b[4:]
+		if count == 0 && !v9 { // withdrawal (RFC 7011 8.1)
+			if (id == 2 && !options) || (id == 3 && options) {
+				for tid, t := range s.templates {
+					if t.options == options {
+						delete(s.templates, tid)
+						d.live--
+						d.stats.Withdrawals++
+					}
+				}
+			} else if _, ok := s.templates[id]; ok {
+				delete(s.templates, id)
+				d.live--
+				d.stats.Withdrawals++
+			}
+			continue
+		}
+		nfields := count
+		if options {
+			if len(b) < 2 {
+				return d.fail(ErrBadTemplate, "options template %d cut short", id)
+			}
+			if v9 { // the count was the scope length; then the option length, both in bytes
+				ol := int(be.Uint16(b))
+				nfields, b = (count+ol)/4, b[2:]
+			} else {
+				sc := int(be.Uint16(b))
+				b = b[2:]
+				if sc == 0 || sc > count {
+					return d.fail(ErrBadTemplate, "options template %d: scope count %d of %d fields", id, sc, count)
+				}
+			}
+		}
+		if id < 256 || nfields == 0 || nfields > MaxFields {
+			return d.fail(ErrBadTemplate, "template %d with %d fields", id, nfields)
+		}
+		t := &template{ops: make([]op, 0, nfields), options: options, seen: now}
+		for i := 0; i < nfields; i++ {
+			if len(b) < 4 {
+				return d.fail(ErrBadTemplate, "template %d: field %d cut short", id, i)
+			}
+			ie, l := be.Uint16(b), be.Uint16(b[2:])
+			b = b[4:]
+			var pen uint32
+			if ie&0x8000 != 0 && !v9 {
+				if len(b) < 4 {
+					return d.fail(ErrBadTemplate, "template %d: enterprise number cut short", id)
+				}
+				ie, pen = ie&0x7fff, be.Uint32(b)
+				b = b[4:]
+			}
+			if l == 0 || (l == Variable && v9) {
+				return d.fail(ErrBadTemplate, "template %d: field %d of length %d", id, ie, l)
+			}
+			k := kSkip
+			switch pen {
+			case 0:
+				k = ieKind[ie]
+			case ReversePEN:
+				k = revKind[ieKind[ie]]
+			}
+			if !fits(k, l) {
+				k = kSkip // a length weir cannot read this element at: skip it, whole
+			}
+			t.ops = append(t.ops, op{kind: k, length: l})
+			if l == Variable {
+				t.minLen++
+			} else {
+				t.minLen += int(l)
+			}
+		}
+		if _, ok := s.templates[id]; !ok {
+			if len(s.templates) >= d.cfg.MaxTemplates {
+				return d.fail(ErrTooManyTemplates, "%d templates", len(s.templates))
+			}
+			d.live++
+		}
+		s.templates[id] = t
+		d.stats.Templates++
+	}
+	return nil // fewer than 4 bytes left: padding
+}
+
+// fits reports whether a field of length l can be read as kind k:
+// addresses at their size, integers reduced-size (RFC 7011 6.2) up to 8.
+func fits(k uint8, l uint16) bool {
+	switch k {
+	case kSrc4, kDst4:
+		return l == 4
+	case kSrc6, kDst6:
+		return l == 16
+	case kIfName, kSkip:
+		return true
+	case kStartNTPus, kEndNTPus, kStartNTPns, kEndNTPns:
+		return l == 8
+	}
+	return l >= 1 && l <= 8
+}
+
+// msgHeader is what records' times may be relative to.
+type msgHeader struct {
+	export  int64 // export time, Unix seconds
+	uptime  int64 // NetFlow v9/v5: the exporter's uptime at export, ms
+	version uint16
+}
+
+// dataSet decodes the records of one data set.
+func (d *Decoder) dataSet(s *session, id uint16, b []byte, h *msgHeader, emit func(*flow.Record)) error {
+	t := s.templates[id]
+	if t == nil {
+		d.stats.SkippedSets++
+		d.stats.Errors[ErrUnknownTemplate]++
+		return nil // the rest of the message may still decode
+	}
+	for len(b) >= t.minLen && len(b) > 0 {
+		n, err := d.record(s, t, b, h)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+		if t.options {
+			d.stats.OptionsRecords++
+			continue
+		}
+		d.stats.Records++
+		emit(&d.rec)
+	}
+	return nil // what is left is padding
+}
+
+// ntp converts an NTP timestamp (seconds since 1900, fraction) to Unix ns.
+func ntp(v uint64) int64 {
+	const epoch = 2208988800 // 1900 to 1970
+	sec, frac := int64(v>>32)-epoch, v&0xffffffff
+	return sec*1e9 + int64((frac*1e9)>>32)
+}
+
+// record decodes one record into d.rec and returns its length.
+func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, error) {
+	r := &d.rec
+	*r = flow.Record{}
+	var sysInit, upStart, upEnd, dStart, dEnd int64
+	var haveUp, haveDelta bool
+	var have [4]bool // delta bytes, packets, reverse bytes, reverse packets
+	var ifIndex uint64
+	var tot, revTot [2]uint64
+	p := 0
+	for _, o := range t.ops {
+		l := int(o.length)
+		if o.length == Variable {
+			if p >= len(b) {
+				return 0, d.fail(ErrBadFieldLength, "variable-length field past the set")
+			}
+			l, p = int(b[p]), p+1
+			if l == 255 {
+				if p+2 > len(b) {
+					return 0, d.fail(ErrBadFieldLength, "3-octet length past the set")
+				}
+				l, p = int(binary.BigEndian.Uint16(b[p:])), p+2
+			}
+		}
+		if p+l > len(b) {
+			return 0, d.fail(ErrBadFieldLength, "field of %d octets past the set", l)
+		}
+		f := b[p : p+l]
+		p += l
+		if o.kind == kSkip {
+			continue
+		}
+		var v uint64
+		switch l { // the common widths as single loads; others reduced-size (RFC 7011 6.2)
+		case 1:
+			v = uint64(f[0])
+		case 2:
+			v = uint64(binary.BigEndian.Uint16(f))
+		case 4:
+			v = uint64(binary.BigEndian.Uint32(f))
+		case 8:
+			v = binary.BigEndian.Uint64(f)
+		default:
+			if l < 8 {
+				for _, c := range f {
+					v = v<<8 | uint64(c)
+				}
+			}
+		}
+		switch o.kind {
+		case kBytes:
+			r.Bytes, have[0] = v, true
+		case kPackets:
+			r.Packets, have[1] = v, true
+		case kBytesTotal:
+			tot[0] = v
+		case kPacketsTotal:
+			tot[1] = v
+		case kRevBytes:
+			r.RevBytes, have[2] = v, true
+		case kRevPackets:
+			r.RevPackets, have[3] = v, true
+		case kRevBytesTotal:
+			revTot[0] = v
+		case kRevPacketsTotal:
+			revTot[1] = v
+		case kSrc4:
+			flow.SetAddr4(&r.Key.SrcAddr, f)
+			r.Key.IPVersion = 4
+		case kDst4:
+			flow.SetAddr4(&r.Key.DstAddr, f)
+		case kSrc6:
+			copy(r.Key.SrcAddr[:], f)
+			r.Key.IPVersion = 6
+		case kDst6:
+			copy(r.Key.DstAddr[:], f)
+		case kSrcPort:
+			r.Key.SrcPort = uint16(v)
+		case kDstPort:
+			r.Key.DstPort = uint16(v)
+		case kProto:
+			r.Key.Proto = uint8(v)
+		case kFlags:
+			r.TCPFlags = uint8(v)
+		case kRevFlags:
+			r.RevTCPFlags = uint8(v)
+		case kICMPTypeCode:
+			r.Key.ICMPType, r.Key.ICMPCode = uint8(v>>8), uint8(v)
+		case kICMPType:
+			r.Key.ICMPType = uint8(v)
+		case kICMPCode:
+			r.Key.ICMPCode = uint8(v)
+		case kVLAN:
+			r.VLAN = uint16(v) & 0xfff
+		case kEndReason:
+			r.EndReason = endReasonOf(v)
+		case kIfName:
+			r.Iface = s.name(f)
+		case kIfIndex:
+			ifIndex = v
+		case kStartSec:
+			r.Start = int64(v) * 1e9
+		case kEndSec:
+			r.End = int64(v) * 1e9
+		case kStartMs:
+			r.Start = int64(v) * 1e6
+		case kEndMs:
+			r.End = int64(v) * 1e6
+		case kStartNTPus, kStartNTPns:
+			r.Start = ntp(v)
+		case kEndNTPus, kEndNTPns:
+			r.End = ntp(v)
+		case kStartUptime:
+			upStart, haveUp = int64(v), true
+		case kEndUptime:
+			upEnd, haveUp = int64(v), true
+		case kSysInitMs:
+			sysInit = int64(v)
+		case kStartDeltaUs:
+			dStart, haveDelta = int64(v), true
+		case kEndDeltaUs:
+			dEnd, haveDelta = int64(v), true
+		case kSampling:
+			if t.options && v > 0 && v < 1<<32 {
+				s.sampling = uint32(v)
+			}
+		}
+	}
+	// Totals stand in for deltas the template lacks.
+	for i, p := range [4]*uint64{&r.Bytes, &r.Packets, &r.RevBytes, &r.RevPackets} {
+		if !have[i] {
+			*p = [4]uint64{tot[0], tot[1], revTot[0], revTot[1]}[i]
+		}
+	}
+	if r.Key.IPVersion == 0 && !t.options {
+		r.Key.IPVersion = 4 // no address fields: an IPv4-less record still counts
+	}
+	if r.Key.Proto != flow.ProtoICMP && r.Key.Proto != flow.ProtoICMPv6 {
+		r.Key.ICMPType, r.Key.ICMPCode = 0, 0
+	} else {
+		r.Key.SrcPort, r.Key.DstPort = 0, 0
+	}
+	if r.Iface == "" && ifIndex != 0 {
+		r.Iface = s.ifIndexName(ifIndex)
+	}
+	switch {
+	case haveUp && sysInit != 0:
+		r.Start, r.End = (sysInit+upStart)*1e6, (sysInit+upEnd)*1e6
+	case haveUp && h.uptime != 0: // NetFlow: boot = export time - uptime
+		boot := h.export*1000 - h.uptime
+		r.Start, r.End = (boot+upStart)*1e6, (boot+upEnd)*1e6
+	case haveDelta:
+		r.Start, r.End = h.export*1e9-dStart*1e3, h.export*1e9-dEnd*1e3
+	}
+	return p, nil
+}
+
+// endReasonOf maps IPFIX flowEndReason to weir's.
+func endReasonOf(v uint64) flow.EndReason {
+	switch v {
+	case 1:
+		return flow.ReasonIdle
+	case 2:
+		return flow.ReasonActive
+	case 3:
+		return flow.ReasonEnd
+	case 4:
+		return flow.ReasonShutdown
+	case 5:
+		return flow.ReasonFull
+	}
+	return flow.ReasonNone
+}
+
+// name interns an interface name (the lookup with a converted key does
+// not allocate); past maxNames distinct names it returns flow.OtherIface.
+func (s *session) name(b []byte) string {
+	if n, ok := s.names[string(b)]; ok {
+		return n
+	}
+	if s.names == nil {
+		s.names = map[string]string{}
+	}
+	if len(s.names) >= maxNames {
+		return flow.OtherIface
+	}
+	n := string(b)
+	s.names[n] = n
+	return n
+}
+
+// ifIndexName names an interface known only by its index: "if7".
+func (s *session) ifIndexName(i uint64) string {
+	var buf [24]byte
+	b := append(buf[:0], "if"...)
+	b = appendUint(b, i)
+	return s.name(b)
+}
+
+func appendUint(b []byte, v uint64) []byte {
+	var d [20]byte
+	i := len(d)
+	for {
+		i--
+		d[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, d[i:]...)
+}
