@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	flowcollector "github.com/weir-dev/weir/internal/collector"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
@@ -16,7 +17,7 @@ import (
 	"github.com/weir-dev/weir/internal/store"
 )
 
-// TestMetricsDocumented: every metric weir capture registers is in
+// TestMetricsDocumented: every metric weir capture and weir collect register is in
 // docs/metrics.md with its type, and the page lists nothing else.
 func TestMetricsDocumented(t *testing.T) {
 	sel, err := netdev.ParseSelector([]string{"any"})
@@ -39,8 +40,12 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
+	coll, err := flowcollector.New(flowcollector.Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
 	reg := metrics.NewRegistry()
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x)} {
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}
