@@ -212,7 +212,7 @@ func (c *Collector) Stats() Stats {
 	c.mu.Lock()
 	st := Stats{DecodeStats: c.retired}
 	for w := range c.workers {
-		addDecodeStats(&st.DecodeStats, &w.pub)
+		st.DecodeStats.Add(&w.pub)
 	}
 	c.mu.Unlock()
 	st.ConnsAccepted, st.ConnsRejected = c.stats.accepted.Load(), c.stats.rejected.Load()

@@ -5,8 +5,6 @@ import (
 	"github.com/weir-dev/weir/internal/metrics"
 )
 
-// addDecodeStats adds o's counters to s.
-func addDecodeStats(s, o *ipfix.DecodeStats) { s.Add(o) }
 
 // Metric descriptions; docs/metrics.md documents each.
 var (

@@ -80,7 +80,7 @@ func (w *worker) retire() {
 	w.flush()
 	w.c.mu.Lock()
 	delete(w.c.workers, w)
-	addDecodeStats(&w.c.retired, &w.pub)
+	w.c.retired.Add(&w.pub)
 	w.c.mu.Unlock()
 }
 
