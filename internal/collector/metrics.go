@@ -5,7 +5,6 @@ import (
 	"github.com/weir-dev/weir/internal/metrics"
 )
 
-
 // Metric descriptions; docs/metrics.md documents each.
 var (
 	mMessages  = desc("weir_collector_messages_total", "Export messages received, by protocol version (netflow5, netflow9, ipfix).", metrics.Counter, "version")
