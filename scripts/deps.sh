@@ -3,8 +3,8 @@
 # on every `make run` / `make test`. On a fresh Debian machine run it as root.
 #
 #   scripts/deps.sh run      # what `make run` needs: Go, its modules, iproute2
-#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump)
-#   scripts/deps.sh bench    # plus the peers benchmarks run side by side (softflowd)
+#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd)
+#   scripts/deps.sh bench    # the same as test
 set -euo pipefail
 profile=${1:-test}
 cd "$(dirname "$0")/.."
@@ -24,11 +24,12 @@ declare -A pkg_for=(
   [tcpdump]=tcpdump        # libpcap's filter compiler: differential test of internal/bpf
   [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
   [nfcapd]=nfdump          # IPFIX interop: nfdump's collector reads weir's export
+  [softflowd]=softflowd    # IPFIX interop: weir's collector reads a real exporter
 )
 missing=()
 case "$profile" in
   run) pkg_for=([ip]=iproute2) ;; # the default-route interface
-  bench) pkg_for=([softflowd]=softflowd) ;;
+  bench) ;;
   test) ;;
   *) log "unknown profile $profile (run, test, bench)"; exit 2 ;;
 esac

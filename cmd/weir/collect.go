@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -122,8 +123,13 @@ fatal.`, collectExamples)
 		srv := metrics.Serve(ln, reg)
 		defer srv.Close()
 	}
+	// UDP addresses have one SO_REUSEPORT socket per CPU: say each once.
+	var said []string
 	for _, a := range c.Addrs() {
-		fmt.Fprintf(stderr, "weir collect: listening on %s %s\n", a.Network(), a)
+		if s := a.Network() + " " + a.String(); !slices.Contains(said, s) {
+			said = append(said, s)
+			fmt.Fprintf(stderr, "weir collect: listening on %s\n", s)
+		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

@@ -125,10 +125,15 @@ type sessionKey struct {
 type session struct {
 	seen      time.Time // last message
 	templates map[uint16]*template
-	nextSeq   uint32
-	seqKnown  bool
+	nextSeq   uint32 // NetFlow: expected sequence number of the next message
+	lastSeq   uint32 // IPFIX: the last message's sequence number,
+	lastN     uint32 // its data records
+	lastFlows uint32 // and of them flow records
+	seqKnown  bool   // the last message can be checked against
+	seqRules  seqRules
 	names     map[string]string
 	sampling  uint32
+	sysInit   int64 // systemInitTimeMilliseconds from options data, Unix ms
 }
 
 // Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
@@ -236,6 +241,20 @@ func (d *Decoder) Decode(exporter netip.AddrPort, msg []byte, emit func(*flow.Re
 	return d.fail(ErrBadVersion, "version %d", binary.BigEndian.Uint16(msg))
 }
 
+// seqRules is the set of numbering rules an IPFIX exporter's messages
+// are still consistent with: RFC 7011 counts every data record (options
+// data included) sent before the message; softflowd 1.1.0 counts flow
+// records up to and including the message, without options data.
+type seqRules uint8
+
+const (
+	seqBefore     seqRules = 1 << iota // all data records before the message (RFC 7011)
+	seqBeforeFlow                      // flow records before the message
+	seqIncl                            // all data records up to and including it
+	seqInclFlow                        // flow records up to and including it
+	seqAll        = seqBefore | seqBeforeFlow | seqIncl | seqInclFlow
+)
+
 // sequence checks a message's sequence number against the session's
 // expectation and sets the next one.
 func (d *Decoder) sequence(s *session, seq, next uint32) {
@@ -243,6 +262,32 @@ func (d *Decoder) sequence(s *session, seq, next uint32) {
 		d.stats.SequenceGaps++
 	}
 	s.nextSeq, s.seqKnown = next, true
+}
+
+// sequenceIPFIX checks an IPFIX message that carried n data records, of
+// them flows flow records. Exporters differ in what they count (see
+// seqRules); a session keeps the rules its messages agree with, so an
+// exporter's own numbering is not reported as gaps while a lost message
+// still is. A message whose records could not all be counted (a set of an
+// unknown template, a decoding error) resynchronises instead.
+func (d *Decoder) sequenceIPFIX(s *session, seq, n, flows uint32, counted bool) {
+	if s.seqRules == 0 {
+		s.seqRules = seqAll
+	}
+	if s.seqKnown && counted {
+		var match seqRules
+		for r, want := range [4]uint32{s.lastSeq + s.lastN, s.lastSeq + s.lastFlows, s.lastSeq + n, s.lastSeq + flows} {
+			if seq == want {
+				match |= 1 << r
+			}
+		}
+		if s.seqRules&match != 0 {
+			s.seqRules &= match
+		} else {
+			d.stats.SequenceGaps++
+		}
+	}
+	s.lastSeq, s.lastN, s.lastFlows, s.seqKnown = seq, n, flows, counted
 }
 
 // expire forgets the session's templates not refreshed since the timeout.
@@ -256,7 +301,7 @@ func (d *Decoder) expire(s *session, now time.Time) {
 	}
 }
 
-func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.Record)) error {
+func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.Record)) (err error) {
 	be := binary.BigEndian
 	if len(msg) < headerLen {
 		return d.fail(ErrShortHeader, "%d bytes", len(msg))
@@ -273,8 +318,12 @@ func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.R
 	}
 	now := d.cfg.Now()
 	d.expire(s, now)
-	before := d.stats.Records + d.stats.OptionsRecords
-	defer func() { d.sequence(s, seq, seq+uint32(d.stats.Records+d.stats.OptionsRecords-before)) }()
+	flows, opts, unknown := d.stats.Records, d.stats.OptionsRecords, d.stats.Errors[ErrUnknownTemplate]
+	defer func() {
+		flows := uint32(d.stats.Records - flows)
+		d.sequenceIPFIX(s, seq, flows+uint32(d.stats.OptionsRecords-opts), flows,
+			err == nil && d.stats.Errors[ErrUnknownTemplate] == unknown)
+	}()
 	for p := headerLen; p < len(msg); {
 		if p+4 > len(msg) {
 			return d.fail(ErrBadSetLength, "set header at %d of %d", p, len(msg))

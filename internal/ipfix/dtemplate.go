@@ -342,6 +342,9 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 			upEnd, haveUp = int64(v), true
 		case kSysInitMs:
 			sysInit = int64(v)
+			if t.options { // RFC 7011 exporters report it once, in options data
+				s.sysInit = sysInit
+			}
 		case kStartDeltaUs:
 			dStart, haveDelta = int64(v), true
 		case kEndDeltaUs:
@@ -369,12 +372,15 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	if r.Iface == "" && ifIndex != 0 {
 		r.Iface = s.ifIndexName(ifIndex)
 	}
+	if sysInit == 0 {
+		sysInit = s.sysInit
+	}
 	switch {
 	case haveUp && sysInit != 0:
 		r.Start, r.End = (sysInit+upStart)*1e6, (sysInit+upEnd)*1e6
-	case haveUp && h.uptime != 0: // NetFlow: boot = export time - uptime
-		boot := h.export*1000 - h.uptime
-		r.Start, r.End = (boot+upStart)*1e6, (boot+upEnd)*1e6
+	case haveUp && h.uptime != 0: // NetFlow: relative to the header's uptime at export
+		r.Start = (h.export*1000 - sinceUptime(h.uptime, upStart)) * 1e6
+		r.End = (h.export*1000 - sinceUptime(h.uptime, upEnd)) * 1e6
 	case haveDelta:
 		r.Start, r.End = h.export*1e9-dStart*1e3, h.export*1e9-dEnd*1e3
 	}

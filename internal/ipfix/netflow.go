@@ -81,7 +81,6 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 		s.sampling = uint32(si)
 	}
 	d.sequence(s, seq, seq+uint32(count)) // v5 counts flows
-	boot := export - uptime*1e6
 	for i := 0; i < count; i++ {
 		b := msg[v5HeaderLen+i*v5RecordLen : v5HeaderLen+(i+1)*v5RecordLen]
 		r := &d.rec
@@ -93,8 +92,8 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 			r.Iface = s.ifIndexName(uint64(in))
 		}
 		r.Packets, r.Bytes = uint64(be.Uint32(b[16:])), uint64(be.Uint32(b[20:]))
-		r.Start = boot + int64(be.Uint32(b[24:]))*1e6
-		r.End = boot + int64(be.Uint32(b[28:]))*1e6
+		r.Start = export - sinceUptime(uptime, int64(be.Uint32(b[24:])))*1e6
+		r.End = export - sinceUptime(uptime, int64(be.Uint32(b[28:])))*1e6
 		r.Key.Proto, r.TCPFlags = b[38], b[37]
 		if r.Key.Proto == flow.ProtoICMP {
 			// v5 carries ICMP type and code in the destination port.
@@ -107,3 +106,8 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 	}
 	return nil
 }
+
+// sinceUptime returns how many ms before the export an event at uptime at
+// happened, for an export at uptime now: modulo 2^32 ms, so a sysUptime
+// that wrapped after 49.7 days still gives the right time.
+func sinceUptime(now, at int64) int64 { return int64(int32(uint32(now) - uint32(at))) }
