@@ -436,7 +436,7 @@ func FuzzDecode(f *testing.F) {
 // either, and a message with records of an unknown template resynchronises
 // rather than counting a gap.
 func TestDecodeSequence(t *testing.T) {
-	tmpl := set(2, u16s(400, 1, 4, 1))             // template 400: protocolIdentifier
+	tmpl := set(2, u16s(400, 1, 4, 1))              // template 400: protocolIdentifier
 	opts := set(3, u16s(500, 2, 1, 149, 4, 305, 4)) // options: observationDomainId, samplingPacketInterval
 	optRec := set(500, []byte{0, 0, 0, 1, 0, 0, 0, 100})
 	recs := func(n int) []byte { return set(400, make([]byte, n)) }
@@ -514,7 +514,7 @@ func TestDecodeUptimeOptions(t *testing.T) {
 	d := NewDecoder(DecoderConfig{})
 	opts := set(3, u16s(500, 2, 1, 143, 4, 160, 8)) // scope meteringProcessId, systemInitTimeMilliseconds
 	optRec := be.AppendUint64([]byte{0, 0, 0, 1}, 1_700_000_000_000)
-	data := set(2, u16s(400, 3, 2, 4, 22, 4, 21, 4)) // packets, flowStartSysUpTime, flowEndSysUpTime
+	data := set(2, u16s(400, 3, 2, 4, 22, 4, 21, 4))              // packets, flowStartSysUpTime, flowEndSysUpTime
 	rec := []byte{0, 0, 0, 9, 0, 0, 0x03, 0xe8, 0, 0, 0x07, 0xd0} // 9 packets, 1,000 ms, 2,000 ms
 	got, errs := collectAll(t, d,
 		build(Version, 0, 1, opts, data, set(500, optRec), set(400, rec)),
