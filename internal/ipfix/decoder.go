@@ -133,7 +133,9 @@ type session struct {
 	seqRules  seqRules
 	names     map[string]string
 	sampling  uint32
-	sysInit   int64 // systemInitTimeMilliseconds from options data, Unix ms
+	sysInit   int64     // systemInitTimeMilliseconds from options data, Unix ms
+	expiry    time.Time // next time expire looks at the templates
+	lastName  string    // the last interface name: records come in runs
 }
 
 // Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
@@ -143,7 +145,9 @@ type Decoder struct {
 	sessions map[sessionKey]*session
 	stats    DecodeStats
 	rec      flow.Record
-	live     int // templates held
+	live     int      // templates held
+	last     *session // the last message's session: exporters send in runs
+	lastKey  sessionKey
 }
 
 // NewDecoder returns a Decoder.
@@ -177,6 +181,7 @@ func (d *Decoder) Forget(exporter netip.AddrPort) {
 		if k.from == exporter {
 			d.live -= len(s.templates)
 			delete(d.sessions, k)
+			d.last = nil
 		}
 	}
 }
@@ -200,8 +205,13 @@ func (d *Decoder) fail(reason DecodeError, format string, a ...any) error {
 // session finds or makes the session of key, within the bound.
 func (d *Decoder) session(key sessionKey) (*session, error) {
 	now := d.cfg.Now()
+	if d.last != nil && d.lastKey == key {
+		d.last.seen = now
+		return d.last, nil
+	}
 	if s := d.sessions[key]; s != nil {
 		s.seen = now
+		d.last, d.lastKey = s, key
 		return s, nil
 	}
 	if len(d.sessions) >= d.cfg.MaxSessions {
@@ -211,6 +221,7 @@ func (d *Decoder) session(key sessionKey) (*session, error) {
 			if now.Sub(s.seen) > d.cfg.TemplateTimeout {
 				d.live -= len(s.templates)
 				delete(d.sessions, k)
+				d.last = nil
 			}
 		}
 		if len(d.sessions) >= d.cfg.MaxSessions {
@@ -219,6 +230,7 @@ func (d *Decoder) session(key sessionKey) (*session, error) {
 	}
 	s := &session{templates: map[uint16]*template{}, seen: now}
 	d.sessions[key] = s
+	d.last, d.lastKey = s, key
 	return s, nil
 }
 
@@ -292,6 +304,10 @@ func (d *Decoder) sequenceIPFIX(s *session, seq, n, flows uint32, counted bool) 
 
 // expire forgets the session's templates not refreshed since the timeout.
 func (d *Decoder) expire(s *session, now time.Time) {
+	if now.Before(s.expiry) {
+		return // at most once a second: a template may outlive its timeout by 1 s
+	}
+	s.expiry = now.Add(time.Second)
 	for id, t := range s.templates {
 		if now.Sub(t.seen) > d.cfg.TemplateTimeout {
 			delete(s.templates, id)
@@ -316,7 +332,7 @@ func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.R
 	if err != nil {
 		return err
 	}
-	now := d.cfg.Now()
+	now := s.seen
 	d.expire(s, now)
 	flows, opts, unknown := d.stats.Records, d.stats.OptionsRecords, d.stats.Errors[ErrUnknownTemplate]
 	defer func() {

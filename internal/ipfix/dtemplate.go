@@ -407,7 +407,11 @@ func endReasonOf(v uint64) flow.EndReason {
 // name interns an interface name (the lookup with a converted key does
 // not allocate); past maxNames distinct names it returns flow.OtherIface.
 func (s *session) name(b []byte) string {
+	if string(b) == s.lastName && len(b) > 0 {
+		return s.lastName
+	}
 	if n, ok := s.names[string(b)]; ok {
+		s.lastName = n
 		return n
 	}
 	if s.names == nil {

@@ -31,7 +31,7 @@ func (d *Decoder) decodeV9(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 	if err != nil {
 		return err
 	}
-	now := d.cfg.Now()
+	now := s.seen
 	d.expire(s, now)
 	d.sequence(s, seq, seq+1) // v9 counts export packets
 	for p := v9HeaderLen; p+4 <= len(msg); {

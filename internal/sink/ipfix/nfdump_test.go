@@ -56,7 +56,8 @@ func records(n int) []flow.Record {
 // TestNfdump: a burst of 20,000 records exported over UDP to nfcapd (the
 // nfdump collector, Debian) with its default socket buffer arrives whole:
 // nfdump prints every flow with weir's addresses, ports, protocol, packets
-// and bytes both ways (RFC 5103 reverse elements) and first/last times.
+// and bytes both ways (RFC 5103 reverse elements) and first/last times,
+// and nfcapd counts no sequence errors.
 func TestNfdump(t *testing.T) {
 	nfcapd, err1 := exec.LookPath("nfcapd")
 	nfdump, err2 := exec.LookPath("nfdump")
@@ -113,6 +114,11 @@ func TestNfdump(t *testing.T) {
 	out, err := dump.Output()
 	if err != nil {
 		t.Fatalf("nfdump: %v", err)
+	}
+	// nfcapd checked the IPFIX sequence numbers of every message.
+	info, err := exec.Command(nfdump, "-R", dir, "-I").CombinedOutput()
+	if err != nil || !bytes.Contains(info, []byte("\nSequence failures: 0\n")) || !strings.Contains(logs.String(), "Sequence Errors: 0,") {
+		t.Errorf("nfcapd saw sequence errors (or could not say): %v\n%s\n%s", err, info, logs.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != n {
