@@ -146,6 +146,7 @@ type Decoder struct {
 	stats    DecodeStats
 	rec      flow.Record
 	live     int      // templates held
+	ops      []op     // scratch for compiling templates
 	last     *session // the last message's session: exporters send in runs
 	lastKey  sessionKey
 }

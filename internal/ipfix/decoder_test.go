@@ -206,7 +206,20 @@ func TestDecodeTemplates(t *testing.T) {
 	if d.Stats().TemplatesLive != 0 {
 		t.Errorf("after withdrawing all options templates: %+v", d.Stats())
 	}
-	// Expiry: learnt, then silent for over a minute.
+	// Expiry: learnt, refreshed (the same definition again) 40 s later,
+	// alive 40 s after that; then silent for over a minute.
+	collectAll(t, d, build(Version, 3, 1, set(2, data)))
+	now = now.Add(40 * time.Second)
+	collectAll(t, d, build(Version, 3, 1, set(2, data)))
+	now = now.Add(40 * time.Second)
+	if got, _ = collectAll(t, d, build(Version, 3, 1, set(400, rec))); len(got) != 1 || d.Stats().Expired != 0 {
+		t.Errorf("refreshed template: %d records, %+v", len(got), d.Stats())
+	}
+	// Redefined under the same id: records read by the new definition.
+	collectAll(t, d, build(Version, 3, 1, set(2, u16s(400, 1, 2, 4)))) // packets only
+	if got, _ = collectAll(t, d, build(Version, 3, 1, set(400, []byte{0, 0, 0, 7}))); len(got) != 1 || got[0].Packets != 7 {
+		t.Errorf("redefined template: %+v", got)
+	}
 	collectAll(t, d, build(Version, 3, 1, set(2, data)))
 	now = now.Add(61 * time.Second)
 	got, _ = collectAll(t, d, build(Version, 3, 1, set(400, rec)))

@@ -2,6 +2,7 @@ package ipfix
 
 import (
 	"encoding/binary"
+	"slices"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -123,7 +124,9 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 		if id < 256 || nfields == 0 || nfields > MaxFields {
 			return d.fail(ErrBadTemplate, "template %d with %d fields", id, nfields)
 		}
-		t := &template{ops: make([]op, 0, nfields), options: options, seen: now}
+		// Ops are compiled into a reused buffer: a refresh of a template
+		// already held (every UDP exporter sends them) allocates nothing.
+		t := &template{ops: d.ops[:0], options: options, seen: now}
 		for i := 0; i < nfields; i++ {
 			if len(b) < 4 {
 				return d.fail(ErrBadTemplate, "template %d: field %d cut short", id, i)
@@ -158,7 +161,15 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 				t.minLen += int(l)
 			}
 		}
-		if _, ok := s.templates[id]; !ok {
+		d.ops = t.ops
+		old, ok := s.templates[id]
+		if ok && old.options == options && slices.Equal(old.ops, t.ops) {
+			old.seen = now
+			d.stats.Templates++
+			continue
+		}
+		t.ops = slices.Clone(t.ops)
+		if !ok {
 			if len(s.templates) >= d.cfg.MaxTemplates {
 				return d.fail(ErrTooManyTemplates, "%d templates", len(s.templates))
 			}
