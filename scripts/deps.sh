@@ -29,7 +29,7 @@ declare -A pkg_for=(
 missing=()
 case "$profile" in
   run) pkg_for=([ip]=iproute2) ;; # the default-route interface
-  bench) ;;
+  bench) pkg_for[/usr/bin/time]=time ;; # CPU time of the peers make bench runs
   test) ;;
   *) log "unknown profile $profile (run, test, bench)"; exit 2 ;;
 esac
