@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
@@ -183,6 +186,24 @@ func printCollectStats(w io.Writer, st collector.Stats) {
 	n := stdout.Count
 	fmt.Fprintf(w, "messages    %s IPFIX, %s NetFlow v9, %s NetFlow v5; %s sequence gaps\n",
 		n(st.Messages[2]), n(st.Messages[1]), n(st.Messages[0]), n(st.SequenceGaps))
+	if len(st.GapsByExporter) > 0 { // the exporters with the most gaps
+		ex := slices.SortedFunc(maps.Keys(st.GapsByExporter), func(a, b netip.Addr) int {
+			return cmp.Or(cmp.Compare(st.GapsByExporter[b], st.GapsByExporter[a]), a.Compare(b))
+		})
+		fmt.Fprintf(w, "gaps by    ")
+		for i, a := range ex {
+			if i == 5 {
+				fmt.Fprintf(w, " (%d more exporters)", len(ex)-5)
+				break
+			}
+			name := "other"
+			if a != collector.OtherExporter {
+				name = a.String()
+			}
+			fmt.Fprintf(w, " %s %s", name, n(st.GapsByExporter[a]))
+		}
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "records     %s flows, %s options records; %s templates learnt, %s withdrawn, %s expired, %s held; %s sets skipped\n",
 		n(st.Records), n(st.OptionsRecords), n(st.Templates), n(st.Withdrawals), n(st.Expired), n(st.TemplatesLive), n(st.SkippedSets))
 	fmt.Fprintf(w, "errors     ")

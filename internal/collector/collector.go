@@ -14,7 +14,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"strings"
@@ -39,7 +41,14 @@ const (
 	// passes on; later ones become flow.OtherIface, so hostile exporters
 	// cannot make the store open a partition per made-up name.
 	DefaultMaxIfaces = 4096
+	// DefaultMaxExporters bounds the exporters whose sequence gaps are
+	// counted apart; gaps of later ones are counted under OtherExporter.
+	DefaultMaxExporters = 1024
 )
+
+// OtherExporter is the key under which Stats.GapsByExporter counts the
+// gaps of exporters past Config.MaxExporters.
+var OtherExporter = netip.Addr{}
 
 // Config configures a Collector.
 type Config struct {
@@ -60,6 +69,7 @@ type Config struct {
 	FlushInterval time.Duration
 	MaxConns      int
 	MaxIfaces     int
+	MaxExporters  int
 	Decoder       ipfix.DecoderConfig
 }
 
@@ -80,6 +90,7 @@ type Collector struct {
 	retired ipfix.DecodeStats    // decoders of closed connections
 	conns   atomic.Int64
 	stats   struct{ accepted, rejected, readErrs, sinkErrs atomic.Uint64 }
+	gaps    map[netip.Addr]uint64 // sequence gaps by exporter address, under mu
 }
 
 // New opens every listen address (so that Addrs is known before Run) and
@@ -107,7 +118,17 @@ func New(cfg Config, out sink.Sink) (*Collector, error) {
 	if cfg.MaxIfaces <= 0 {
 		cfg.MaxIfaces = DefaultMaxIfaces
 	}
-	c := &Collector{cfg: cfg, out: out, workers: map[*worker]struct{}{}}
+	if cfg.MaxExporters <= 0 {
+		cfg.MaxExporters = DefaultMaxExporters
+	}
+	c := &Collector{cfg: cfg, out: out, workers: map[*worker]struct{}{}, gaps: map[netip.Addr]uint64{}}
+	onGap := cfg.Decoder.OnGap
+	c.cfg.Decoder.OnGap = func(exporter netip.AddrPort, domain uint32) {
+		c.gap(exporter.Addr())
+		if onGap != nil {
+			onGap(exporter, domain)
+		}
+	}
 	c.names.max = int64(cfg.MaxIfaces)
 	for _, l := range cfg.Listen {
 		if err := c.listen(l); err != nil {
@@ -205,12 +226,15 @@ type Stats struct {
 	ConnsOpen                    int64
 	ReadErrors                   uint64 // socket reads that failed (other than at shutdown)
 	SinkErrors                   uint64 // batches the sink refused
+	// GapsByExporter splits SequenceGaps by exporter address (UDP
+	// exporters change ports when they restart; the address stays).
+	GapsByExporter map[netip.Addr]uint64
 }
 
 // Stats returns the counters (the decoders' as of their last flush).
 func (c *Collector) Stats() Stats {
 	c.mu.Lock()
-	st := Stats{DecodeStats: c.retired}
+	st := Stats{DecodeStats: c.retired, GapsByExporter: maps.Clone(c.gaps)}
 	for w := range c.workers {
 		st.DecodeStats.Add(&w.pub)
 	}
@@ -218,6 +242,17 @@ func (c *Collector) Stats() Stats {
 	st.ConnsAccepted, st.ConnsRejected = c.stats.accepted.Load(), c.stats.rejected.Load()
 	st.ConnsOpen, st.ReadErrors, st.SinkErrors = c.conns.Load(), c.stats.readErrs.Load(), c.stats.sinkErrs.Load()
 	return st
+}
+
+// gap counts a sequence gap of exporter, within the exporter bound.
+func (c *Collector) gap(exporter netip.Addr) {
+	exporter = exporter.Unmap()
+	c.mu.Lock()
+	if _, ok := c.gaps[exporter]; !ok && len(c.gaps) >= c.cfg.MaxExporters {
+		exporter = OtherExporter
+	}
+	c.gaps[exporter]++
+	c.mu.Unlock()
 }
 
 // ifaceNames bounds the distinct interface names passed on.

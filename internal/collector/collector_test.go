@@ -10,11 +10,14 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/ipfix"
+	"github.com/weir-dev/weir/internal/metrics"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 	"github.com/weir-dev/weir/internal/testpki"
 )
@@ -223,5 +226,67 @@ func TestHostile(t *testing.T) {
 	}
 	if errs < 4 || st.Records != 10 {
 		t.Errorf("stats %+v: want the 4 bad datagrams and the bad stream counted, 10 records", st)
+	}
+}
+
+// TestGapsByExporter: a lost message is a gap of its exporter's address,
+// in Stats and in weir_collector_sequence_gaps_total{exporter}; past
+// MaxExporters, gaps count under "other".
+func TestGapsByExporter(t *testing.T) {
+	c, m, stop := run(t, Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1, MaxExporters: 2})
+	defer stop()
+	var msgs [][]byte
+	e, err := ipfix.NewEncoder(ipfix.Config{MTU: 576}, func(b []byte) error { msgs = append(msgs, slices.Clone(b)); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := randRecords(200, 3)
+	for i := range recs {
+		e.Add(&recs[i])
+	}
+	e.Flush()
+	if len(msgs) < 10 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	// 127.0.0.2 loses one message, 127.0.0.3 two apart, 127.0.0.4 one
+	// (over the bound of two exporters), 127.0.0.5 none.
+	lose := map[string][]int{"127.0.0.2": {4}, "127.0.0.3": {3, 7}, "127.0.0.4": {5}, "127.0.0.5": nil}
+	for _, from := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+		u, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(from)}, c.Addrs()[0].(*net.UDPAddr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, b := range msgs {
+			if !slices.Contains(lose[from], i) {
+				u.Write(b)
+			}
+		}
+		u.Close()
+		time.Sleep(20 * time.Millisecond) // in order: the bound takes the first two with gaps
+	}
+	waitRecords(t, m, 1)
+	for end := time.Now().Add(5 * time.Second); c.Stats().SequenceGaps < 4 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := c.Stats()
+	g := st.GapsByExporter
+	if st.SequenceGaps != 4 || len(g) != 3 || g[netip.MustParseAddr("127.0.0.2")] != 1 ||
+		g[netip.MustParseAddr("127.0.0.3")] != 2 || g[OtherExporter] != 1 {
+		t.Fatalf("gaps %d by exporter %v", st.SequenceGaps, g)
+	}
+	reg := metrics.NewRegistry()
+	if err := reg.Register(c.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	reg.WriteTo(&out)
+	for _, l := range []string{
+		`weir_collector_sequence_gaps_total{exporter="127.0.0.2"} 1`,
+		`weir_collector_sequence_gaps_total{exporter="127.0.0.3"} 2`,
+		`weir_collector_sequence_gaps_total{exporter="other"} 1`,
+	} {
+		if !strings.Contains(out.String(), l+"\n") {
+			t.Errorf("metrics lack %s:\n%s", l, out.String())
+		}
 	}
 }

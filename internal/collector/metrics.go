@@ -1,6 +1,10 @@
 package collector
 
 import (
+	"maps"
+	"net/netip"
+	"slices"
+
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/metrics"
 )
@@ -14,7 +18,7 @@ var (
 	mWithdrawn = desc("weir_collector_template_withdrawals_total", "Templates withdrawn by their exporter.", metrics.Counter)
 	mExpired   = desc("weir_collector_templates_expired_total", "Templates forgotten because they were not refreshed (--template-timeout).", metrics.Counter)
 	mLive      = desc("weir_collector_templates", "Templates held now.", metrics.Gauge)
-	mGaps      = desc("weir_collector_sequence_gaps_total", "Messages whose sequence number was not the one expected: export messages were lost or reordered.", metrics.Counter)
+	mGaps      = desc("weir_collector_sequence_gaps_total", "Messages whose sequence number was not the one expected (export messages lost or reordered), by exporter address (\"other\" past the first 1,024 exporters with gaps).", metrics.Counter, "exporter")
 	mSkipped   = desc("weir_collector_skipped_sets_total", "Data sets skipped (unknown template or reserved set id).", metrics.Counter)
 	mErrors    = desc("weir_collector_decode_errors_total", "Messages, sets or records that could not be decoded, by reason.", metrics.Counter, "reason")
 	mConns     = desc("weir_collector_connections", "TCP/TLS connections open now.", metrics.Gauge)
@@ -45,6 +49,13 @@ func (p *promCollector) Collect(w *metrics.Writer) {
 	for i, v := range []string{"netflow5", "netflow9", "ipfix"} {
 		w.Sample(mMessages, float64(st.Messages[i]), v)
 	}
+	for _, a := range slices.SortedFunc(maps.Keys(st.GapsByExporter), netip.Addr.Compare) {
+		name := "other"
+		if a != OtherExporter {
+			name = a.String()
+		}
+		w.Sample(mGaps, float64(st.GapsByExporter[a]), name)
+	}
 	for i, n := range st.Errors {
 		w.Sample(mErrors, float64(n), ipfix.DecodeError(i).String())
 	}
@@ -53,7 +64,7 @@ func (p *promCollector) Collect(w *metrics.Writer) {
 		v float64
 	}{{mRecords, float64(st.Records)}, {mOptions, float64(st.OptionsRecords)}, {mTemplates, float64(st.Templates)},
 		{mWithdrawn, float64(st.Withdrawals)}, {mExpired, float64(st.Expired)}, {mLive, float64(st.TemplatesLive)},
-		{mGaps, float64(st.SequenceGaps)}, {mSkipped, float64(st.SkippedSets)}, {mConns, float64(st.ConnsOpen)},
+		{mSkipped, float64(st.SkippedSets)}, {mConns, float64(st.ConnsOpen)},
 		{mAccepted, float64(st.ConnsAccepted)}, {mRejected, float64(st.ConnsRejected)},
 		{mReadErrs, float64(st.ReadErrors)}, {mSinkErrs, float64(st.SinkErrors)}} {
 		w.Sample(s.d, s.v)

@@ -31,6 +31,10 @@ type DecoderConfig struct {
 	MaxSessions     int           // default DefaultMaxSessions
 	MaxTemplates    int           // per session; default DefaultMaxTemplates
 	Now             func() time.Time
+	// OnGap, if set, is called for each sequence gap with the session's
+	// exporter and observation domain, from the goroutine calling Decode
+	// (gaps are rare: this is how they are told apart by exporter).
+	OnGap func(exporter netip.AddrPort, domain uint32)
 }
 
 // DecodeError is why a message, set or record could not be decoded.
@@ -123,6 +127,7 @@ type sessionKey struct {
 }
 
 type session struct {
+	key       sessionKey
 	seen      time.Time // last message
 	templates map[uint16]*template
 	nextSeq   uint32 // NetFlow: expected sequence number of the next message
@@ -229,7 +234,7 @@ func (d *Decoder) session(key sessionKey) (*session, error) {
 			return nil, d.fail(ErrTooManySessions, "%d sessions", len(d.sessions))
 		}
 	}
-	s := &session{templates: map[uint16]*template{}, seen: now}
+	s := &session{key: key, templates: map[uint16]*template{}, seen: now}
 	d.sessions[key] = s
 	d.last, d.lastKey = s, key
 	return s, nil
@@ -254,6 +259,14 @@ func (d *Decoder) Decode(exporter netip.AddrPort, msg []byte, emit func(*flow.Re
 	return d.fail(ErrBadVersion, "version %d", binary.BigEndian.Uint16(msg))
 }
 
+// gap counts a sequence gap of session s.
+func (d *Decoder) gap(s *session) {
+	d.stats.SequenceGaps++
+	if d.cfg.OnGap != nil {
+		d.cfg.OnGap(s.key.from, s.key.domain)
+	}
+}
+
 // seqRules is the set of numbering rules an IPFIX exporter's messages
 // are still consistent with: RFC 7011 counts every data record (options
 // data included) sent before the message; softflowd 1.1.0 counts flow
@@ -272,7 +285,7 @@ const (
 // expectation and sets the next one.
 func (d *Decoder) sequence(s *session, seq, next uint32) {
 	if s.seqKnown && seq != s.nextSeq {
-		d.stats.SequenceGaps++
+		d.gap(s)
 	}
 	s.nextSeq, s.seqKnown = next, true
 }
@@ -297,7 +310,7 @@ func (d *Decoder) sequenceIPFIX(s *session, seq, n, flows uint32, counted bool) 
 		if s.seqRules&match != 0 {
 			s.seqRules &= match
 		} else {
-			d.stats.SequenceGaps++
+			d.gap(s)
 		}
 	}
 	s.lastSeq, s.lastN, s.lastFlows, s.seqKnown = seq, n, flows, counted
