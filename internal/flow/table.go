@@ -144,7 +144,8 @@ type Stats struct {
 //     (Stats.WrapReports). Bytes are 64-bit and cannot wrap before packets
 //     do (2³² packets × 2³² bytes < 2⁶⁴).
 type Table struct {
-	slots []slot // open addressing, linear probing, no tombstones
+	agg   *Aggregate // set during UpdateAggregate: the counts of the packet being applied
+	slots []slot     // open addressing, linear probing, no tombstones
 	// blocks counts the live flows in each run of blockSlots slots, kept on
 	// insert and remove only (never on a hit), so scans skip empty blocks:
 	// a mostly empty table costs a scan 1/6144 of its memory.
@@ -245,10 +246,45 @@ func (t *Table) Update(p *Packet) {
 	t.apply(p, &w, dir, t.hash(&w))
 }
 
+// Aggregate is a run of packets of one flow direction counted elsewhere
+// (in the kernel, by weir's eBPF program). Packet describes them: Key and
+// Iface as for each packet, Time the last packet's time, TCPFlags the OR
+// of their flags, Role a hint any of them gave; Length is not used.
+type Aggregate struct {
+	Packet
+	Packets uint32 // at least 1
+	Bytes   uint64 // IP-layer bytes of them all
+	First   int64  // the first packet's time, Unix nanoseconds
+}
+
+// UpdateAggregate adds a to its flow as Update would add each of its
+// packets, in one step (timeouts judged from a.First, the record's end
+// from a.Time). An aggregate of no packets is ignored.
+func (t *Table) UpdateAggregate(a *Aggregate) {
+	if a.Packets == 0 {
+		return
+	}
+	t.agg = a
+	var w keyWords
+	dir := canonical(&a.Key, &w)
+	t.apply(&a.Packet, &w, dir, t.hash(&w))
+	t.agg = nil
+}
+
+// counts returns the packets, bytes and first time p stands for: itself,
+// or the aggregate being applied.
+func (t *Table) counts(p *Packet) (uint32, uint64, int64) {
+	if a := t.agg; a != nil {
+		return a.Packets, a.Bytes, a.First
+	}
+	return 1, uint64(p.Length), p.Time
+}
+
 // apply is Update after the key is canonical and hashed.
 func (t *Table) apply(p *Packet, w *keyWords, dir uint8, h uint32) {
-	t.stats.Packets++
-	t.stats.Bytes += uint64(p.Length)
+	pk, b, _ := t.counts(p)
+	t.stats.Packets += uint64(pk)
+	t.stats.Bytes += b
 	slots := t.slots
 	n := t.n
 	i := fastrange(h, n)
@@ -270,9 +306,10 @@ func (t *Table) apply(p *Packet, w *keyWords, dir uint8, h uint32) {
 
 // add counts p into the live flow s; dir is the canonical sender.
 func (t *Table) add(s *slot, p *Packet, dir uint8) {
+	n, b, first := t.counts(p)
 	if t.dedup != 0 && s.owner[dir] != p.Iface+1 {
-		if s.owner[dir] != 0 && p.Time-s.end < t.dedup {
-			t.stats.Duplicates++ // a copy: this direction is counted at its owner
+		if s.owner[dir] != 0 && first-s.end < t.dedup {
+			t.stats.Duplicates += uint64(n) // a copy: this direction is counted at its owner
 			return
 		}
 		s.owner[dir] = p.Iface + 1 // first packet this way, or the owner went quiet
@@ -287,7 +324,7 @@ func (t *Table) add(s *slot, p *Packet, dir uint8) {
 		t.initSlot(s, s.tag, &k, dir, p)
 		return
 	}
-	if gap := p.Time - s.end; gap >= t.idle || s.state&stEnding != 0 && gap >= t.linger {
+	if gap := first - s.end; gap >= t.idle || s.state&stEnding != 0 && gap >= t.linger {
 		// The flow expired before this packet, whether or not an Expire
 		// tick has run since: emit it as it stood and start afresh, so a
 		// record's reason never depends on when Expire was called.
@@ -302,20 +339,23 @@ func (t *Table) add(s *slot, p *Packet, dir uint8) {
 		t.initSlot(s, s.tag, &k, dir, p)
 		return
 	}
-	if s.pkts[dir] >= t.pktLimit {
+	if s.pkts[dir] > t.pktLimit-n {
 		t.wrapReport(s)
 	}
 	if s.pkts[0]|s.pkts[1] == 0 { // empty record (after an active report)
-		s.start, s.end = p.Time, p.Time
-		t.dueBy(p.Time + t.active) // a new active deadline
-	} else if p.Time > s.end {
-		s.end = p.Time
-	} else if p.Time < s.start {
-		s.start = p.Time
-		t.dueBy(p.Time + t.active) // time went backwards: the active deadline too
+		s.start, s.end = first, p.Time
+		t.dueBy(first + t.active) // a new active deadline
+	} else {
+		if p.Time > s.end {
+			s.end = p.Time
+		}
+		if first < s.start {
+			s.start = first
+			t.dueBy(first + t.active) // time went backwards: the active deadline too
+		}
 	}
-	s.pkts[dir]++
-	s.bytes[dir] += uint64(p.Length)
+	s.pkts[dir] += n
+	s.bytes[dir] += b
 	s.flags[dir] |= p.TCPFlags
 	if p.Role == RoleInitiator || p.Role == RoleResponder {
 		t.orient(s, p.Role, dir)
@@ -340,11 +380,12 @@ func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
 
 // initSlot writes a fresh flow holding only p into s.
 func (t *Table) initSlot(s *slot, h uint32, w *keyWords, dir uint8, p *Packet) {
-	*s = slot{key: *w, tag: h, iface: p.Iface, vlan: p.VLAN, start: p.Time, end: p.Time}
+	n, b, first := t.counts(p)
+	*s = slot{key: *w, tag: h, iface: p.Iface, vlan: p.VLAN, start: first, end: p.Time}
 	s.owner[dir] = p.Iface + 1
-	t.dueBy(p.Time + t.minTimeout)
-	s.pkts[dir] = 1
-	s.bytes[dir] = uint64(p.Length)
+	t.dueBy(first + t.minTimeout)
+	s.pkts[dir] = n
+	s.bytes[dir] = b
 	s.flags[dir] = p.TCPFlags
 	s.state = dir // stInitHi == 1: the first packet's sender is the initiator
 	if p.Role == RoleInitiator || p.Role == RoleResponder {
