@@ -5,6 +5,7 @@
 #   scripts/deps.sh run      # what `make run` needs: Go, its modules, iproute2
 #   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd)
 #   scripts/deps.sh bench    # the same as test
+#   scripts/deps.sh generate # clang and libbpf headers for `make generate` (the eBPF program)
 set -euo pipefail
 profile=${1:-test}
 cd "$(dirname "$0")/.."
@@ -30,11 +31,16 @@ missing=()
 case "$profile" in
   run) pkg_for=([ip]=iproute2) ;; # the default-route interface
   bench) pkg_for[/usr/bin/time]=time ;; # CPU time of the peers make bench runs
+  generate) pkg_for=([clang]=clang [llvm-strip]=llvm [/usr/include/bpf/bpf_helpers.h]=libbpf-dev [/usr/include/linux/bpf.h]=linux-libc-dev) ;;
   test) ;;
-  *) log "unknown profile $profile (run, test, bench)"; exit 2 ;;
+  *) log "unknown profile $profile (run, test, bench, generate)"; exit 2 ;;
 esac
 for cmd in "${!pkg_for[@]}"; do
-  PATH=$PATH:/usr/sbin command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+  if [[ $cmd == /* ]]; then # a file the package provides
+    [ -e "$cmd" ] || missing+=("${pkg_for[$cmd]}")
+  else
+    PATH=$PATH:/usr/sbin command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+  fi
 done
 
 if ((${#missing[@]})); then

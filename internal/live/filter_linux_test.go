@@ -33,12 +33,12 @@ func TestFilter(t *testing.T) {
 	cfg := testConfig(t, pr.B, pr.B.Iface)
 	cfg.Filter = compileFilter(t, "udp and not dst portrange 21050-21099")
 	r := startCapture(t, cfg, 1)
-	want := udpFlows(t, pr.A, pr.B, false, 21000, 200)
+	want := testbed.UDPFlows(t, pr.A, pr.B, false, 21000, 200)
 	recs := r.stop()
 	for p := 21050; p < 21100; p++ {
 		delete(want, uint16(p))
 	}
-	checkUDP(t, recs, pr.A, pr.B, false, want)
+	testbed.CheckUDP(t, recs, pr.A, pr.B, false, want)
 	for _, rec := range recs {
 		if rec.Key.Proto != flow.ProtoUDP {
 			t.Fatalf("the filter let through %v", rec.Key)

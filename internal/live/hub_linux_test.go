@@ -32,11 +32,11 @@ func TestDedupAny(t *testing.T) {
 			cfg.Workers = tc.workers
 			r := startCapture(t, cfg, ifaces)
 			a, c := n.Hosts[0], n.Hosts[2]
-			want4 := udpFlows(t, a, c, false, 22000, 100)
-			want6 := udpFlows(t, a, c, true, 23000, 100)
+			want4 := testbed.UDPFlows(t, a, c, false, 22000, 100)
+			want6 := testbed.UDPFlows(t, a, c, true, 23000, 100)
 			recs := r.stop()
-			checkUDP(t, recs, a, c, false, want4)
-			checkUDP(t, recs, a, c, true, want6)
+			testbed.CheckUDP(t, recs, a, c, false, want4)
+			testbed.CheckUDP(t, recs, a, c, true, want6)
 			var pkts uint64
 			for _, w := range want4 {
 				pkts += w[0]
@@ -77,7 +77,7 @@ func TestInterfacesComeAndGo(t *testing.T) {
 		}
 		return false
 	}, func() string { return fmt.Sprintf("new hub port %s not opened: %+v", port, r.c.Stats().Ifaces) })
-	want := udpFlows(t, h, n.Hosts[0], false, 24000, 50)
+	want := testbed.UDPFlows(t, h, n.Hosts[0], false, 24000, 50)
 
 	if out, err := n.Hub.Exec(ctx, "ip", "link", "del", port); err != nil {
 		t.Fatalf("ip link del %s: %v: %s", port, err, out)
@@ -90,10 +90,10 @@ func TestInterfacesComeAndGo(t *testing.T) {
 		}
 		return false
 	}, func() string { return fmt.Sprintf("deleted port %s still open: %+v", port, r.c.Stats().Ifaces) })
-	want2 := udpFlows(t, n.Hosts[1], n.Hosts[0], false, 25000, 50)
+	want2 := testbed.UDPFlows(t, n.Hosts[1], n.Hosts[0], false, 25000, 50)
 	recs := r.stop()
-	checkUDP(t, recs, h, n.Hosts[0], false, want)
-	checkUDP(t, recs, n.Hosts[1], n.Hosts[0], false, want2)
+	testbed.CheckUDP(t, recs, h, n.Hosts[0], false, want)
+	testbed.CheckUDP(t, recs, n.Hosts[1], n.Hosts[0], false, want2)
 	st := r.c.Stats()
 	if st.Opened != 3 || st.Released < 1 {
 		t.Errorf("opened %d released %d, want 3 opened and the deleted port released", st.Opened, st.Released)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -108,99 +107,10 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, what func() string
 	}
 }
 
-// dirCounts are one flow's totals over all its records, in the
-// orientation of the test's traffic (initiator first).
-type dirCounts struct {
-	pkts, bytes, rpkts, rbytes uint64
-	records                    int
-	reasons                    map[flow.EndReason]int
-	ifaces                     map[string]bool
-}
-
-// byDstPort sums the records between src and dst (either orientation) per
-// destination port of the src → dst direction.
-func byDstPort(recs []flow.Record, proto uint8, src, dst netip.Addr) map[uint16]*dirCounts {
-	m := map[uint16]*dirCounts{}
-	for _, r := range recs {
-		k := r.Key
-		if k.Proto != proto {
-			continue
-		}
-		fwd := k.Src() == src && k.Dst() == dst
-		if !fwd && !(k.Src() == dst && k.Dst() == src) {
-			continue
-		}
-		port := k.DstPort
-		p, b, rp, rb := r.Packets, r.Bytes, r.RevPackets, r.RevBytes
-		if !fwd {
-			port, p, b, rp, rb = k.SrcPort, rp, rb, p, b
-		}
-		c := m[port]
-		if c == nil {
-			c = &dirCounts{reasons: map[flow.EndReason]int{}, ifaces: map[string]bool{}}
-			m[port] = c
-		}
-		c.pkts += p
-		c.bytes += b
-		c.rpkts += rp
-		c.rbytes += rb
-		c.records++
-		c.reasons[r.EndReason]++
-		c.ifaces[r.Iface] = true
-	}
-	return m
-}
-
 // ringCfg is the default ring (64 × 256 KiB per socket): TCP over veth
 // moves 64 KiB GSO frames, and a loaded CI machine can leave a worker
 // unscheduled for a while; a smaller ring dropped packets there.
 var ringCfg = afpacket.Config{BlockSize: 256 << 10, NumBlocks: 64}
-
-// udpFlows sends n flows from a to b (flow i: port base+i, i%5+1
-// datagrams of 20+i%300 bytes) and returns the expected packets and IP
-// bytes per destination port.
-func udpFlows(t *testing.T, a, b *testbed.Host, v6 bool, base, n int) map[uint16][2]uint64 {
-	t.Helper()
-	ipHdr := 20
-	if v6 {
-		ipHdr = 40
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	want := map[uint16][2]uint64{}
-	for i := range n {
-		count, size := i%5+1, 20+i%300
-		sent, recv, err := testbed.SendUDP(ctx, a, b, v6, base+i, count, size)
-		if err != nil || sent != count || recv != count {
-			t.Fatalf("SendUDP flow %d: sent %d received %d of %d: %v", i, sent, recv, count, err)
-		}
-		want[uint16(base+i)] = [2]uint64{uint64(count), uint64(count * (ipHdr + 8 + size))}
-	}
-	return want
-}
-
-// checkUDP compares the records with the expected per-flow counts.
-func checkUDP(t *testing.T, recs []flow.Record, a, b *testbed.Host, v6 bool, want map[uint16][2]uint64) {
-	t.Helper()
-	got := byDstPort(recs, flow.ProtoUDP, a.Addr(v6), b.Addr(v6))
-	bad := 0
-	for port, w := range want {
-		g := got[port]
-		if g == nil || g.pkts != w[0] || g.bytes != w[1] || g.rpkts != 0 {
-			if bad++; bad <= 5 {
-				t.Errorf("flow to port %d: got %+v, want %d packets %d bytes one way", port, g, w[0], w[1])
-			}
-		}
-	}
-	for port := range got {
-		if _, ok := want[port]; !ok {
-			t.Errorf("unexpected flow to port %d: %+v", port, got[port])
-		}
-	}
-	if bad > 5 {
-		t.Errorf("%d of %d flows wrong", bad, len(want))
-	}
-}
 
 // TestUDPGroundTruth: 1,000 UDP flows of known datagram counts and sizes,
 // over IPv4 and IPv6, with one worker and with two (fanout): weir reports
@@ -217,9 +127,9 @@ func TestUDPGroundTruth(t *testing.T) {
 			cfg := testConfig(t, pr.B, pr.B.Iface)
 			cfg.Workers = tc.workers
 			r := startCapture(t, cfg, 1)
-			want := udpFlows(t, pr.A, pr.B, tc.v6, 20000, tc.flows)
+			want := testbed.UDPFlows(t, pr.A, pr.B, tc.v6, 20000, tc.flows)
 			recs := r.stop()
-			checkUDP(t, recs, pr.A, pr.B, tc.v6, want)
+			testbed.CheckUDP(t, recs, pr.A, pr.B, tc.v6, want)
 			st := r.c.Stats()
 			if len(st.Ifaces) != 1 || st.Ifaces[0].Kernel.Drops != 0 || st.Ifaces[0].Name != pr.B.Iface {
 				t.Errorf("interface stats %+v: want one interface %s, no drops", st.Ifaces, pr.B.Iface)
@@ -263,9 +173,9 @@ func TestTwoCapturesOneInterface(t *testing.T) {
 		cfg.Workers = 2
 		rs = append(rs, startCapture(t, cfg, 1))
 	}
-	want := udpFlows(t, pr.A, pr.B, false, 27000, 200)
+	want := testbed.UDPFlows(t, pr.A, pr.B, false, 27000, 200)
 	for i, r := range rs {
 		recs := r.stop()
-		t.Run(fmt.Sprint("capture", i), func(t *testing.T) { checkUDP(t, recs, pr.A, pr.B, false, want) })
+		t.Run(fmt.Sprint("capture", i), func(t *testing.T) { testbed.CheckUDP(t, recs, pr.A, pr.B, false, want) })
 	}
 }

@@ -70,7 +70,7 @@ func dumpcap(t *testing.T, h *testbed.Host) (stop func() string) {
 
 // tsharkCounts reduces a pcap to packets and IP bytes per (destination
 // port of the connection, direction), with tshark's own dissector.
-func tsharkCounts(t *testing.T, file string, serverPorts map[uint16]bool) map[uint16]*dirCounts {
+func tsharkCounts(t *testing.T, file string, serverPorts map[uint16]bool) map[uint16]*testbed.DirCounts {
 	t.Helper()
 	bin := need(t, "tshark", "tshark")
 	out, err := exec.Command(bin, "-n", "-r", file, "-T", "fields", "-E", "separator=,",
@@ -78,7 +78,7 @@ func tsharkCounts(t *testing.T, file string, serverPorts map[uint16]bool) map[ui
 	if err != nil {
 		t.Fatalf("tshark: %v", err)
 	}
-	m := map[uint16]*dirCounts{}
+	m := map[uint16]*testbed.DirCounts{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), ",")
@@ -103,15 +103,15 @@ func tsharkCounts(t *testing.T, file string, serverPorts map[uint16]bool) map[ui
 		}
 		c := m[port]
 		if c == nil {
-			c = &dirCounts{}
+			c = &testbed.DirCounts{}
 			m[port] = c
 		}
 		if fwd {
-			c.pkts++
-			c.bytes += uint64(n)
+			c.Pkts++
+			c.Bytes += uint64(n)
 		} else {
-			c.rpkts++
-			c.rbytes += uint64(n)
+			c.RPkts++
+			c.RBytes += uint64(n)
 		}
 	}
 	return m
@@ -144,7 +144,7 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 			waitFor(t, 5*time.Second, func() bool {
 				r.out.mu.Lock()
 				defer r.out.mu.Unlock()
-				return len(byDstPort(r.out.recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))) == conns
+				return len(testbed.ByDstPort(r.out.recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))) == conns
 			}, func() string { return "the ended connections' records did not reach the sink before shutdown" })
 			file := stopWitness()
 			recs := r.stop()
@@ -154,7 +154,7 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 				}
 			}
 			want := tsharkCounts(t, file, ports)
-			got := byDstPort(recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))
+			got := testbed.ByDstPort(recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))
 			if len(want) != conns || len(got) != conns {
 				var missing []uint16
 				for p := range ports {
@@ -169,11 +169,11 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 			bad := 0
 			for port, w := range want {
 				g := got[port]
-				if g.pkts != w.pkts || g.bytes != w.bytes || g.rpkts != w.rpkts || g.rbytes != w.rbytes ||
-					g.records != 1 || g.reasons[flow.ReasonEnd] != 1 {
+				if g.Pkts != w.Pkts || g.Bytes != w.Bytes || g.RPkts != w.RPkts || g.RBytes != w.RBytes ||
+					g.Records != 1 || g.Reasons[flow.ReasonEnd] != 1 {
 					if bad++; bad <= 5 {
 						t.Errorf("port %d: weir %d/%d and %d/%d in %d records %v; tshark %d/%d and %d/%d",
-							port, g.pkts, g.bytes, g.rpkts, g.rbytes, g.records, g.reasons, w.pkts, w.bytes, w.rpkts, w.rbytes)
+							port, g.Pkts, g.Bytes, g.RPkts, g.RBytes, g.Records, g.Reasons, w.Pkts, w.Bytes, w.RPkts, w.RBytes)
 					}
 				}
 			}
