@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,31 @@ func freeUDPPort(t *testing.T) int {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// udpBound reports whether a UDP socket is bound to 127.0.0.1:port.
+func udpBound(port int) bool {
+	b, err := os.ReadFile("/proc/net/udp")
+	return err == nil && bytes.Contains(b, []byte(fmt.Sprintf(" 0100007F:%04X ", port)))
+}
+
+// syncBuffer is a bytes.Buffer a child process's output goroutine and the
+// test can use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // records makes n records: IPv4 and IPv6, TCP, UDP and ICMP, both
@@ -69,24 +95,20 @@ func TestNfdump(t *testing.T) {
 	}
 	dir := t.TempDir()
 	port := freeUDPPort(t)
-	var logs bytes.Buffer
+	var logs syncBuffer
 	cap := exec.Command(nfcapd, "-b", "127.0.0.1", "-p", strconv.Itoa(port), "-w", dir, "-t", "3600")
 	cap.Stdout, cap.Stderr = &logs, &logs
 	if err := cap.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cap.Process.Kill()
-	// nfcapd binds shortly after starting: wait until the port is taken.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-		if err != nil {
-			break
-		}
-		c.Close()
+	// nfcapd binds shortly after starting: wait until the kernel lists the
+	// socket. (Probing by binding the port ourselves could take it from
+	// under nfcapd, which then exits.)
+	for deadline := time.Now().Add(20 * time.Second); !udpBound(port); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("nfcapd did not bind 127.0.0.1:%d: %s", port, logs.String())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	x, err := New(Config{URL: fmt.Sprintf("ipfix+udp://127.0.0.1:%d", port), Domain: 3})
 	if err != nil {
