@@ -26,20 +26,54 @@ type flowFlowKey struct {
 }
 
 type flowFlowVal struct {
-	_            structs.HostLayout
-	Packets      uint64
-	Bytes        uint64
-	FirstNs      uint64
-	LastNs       uint64
-	Netns        uint64
-	Ifindex      uint32
-	Egress       uint8
-	Nother       uint8
-	Pad          uint16
-	Marks        uint32
-	Pad2         uint32
-	OtherNetns   [2]uint64
-	OtherIfindex [2]uint32
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+	FirstNs uint64
+	LastNs  uint64
+	Netns   uint64
+	Ifindex uint32
+	Egress  uint8
+	Nother  uint8
+	Pad     uint16
+	Marks   uint32
+	Pad2    uint32
+	Other   [2]struct {
+		_       structs.HostLayout
+		Netns   uint64
+		Ifindex uint32
+		Pad     uint32
+		Packets uint64
+		Bytes   uint64
+	}
+}
+
+type flowFragmentKey struct {
+	_     structs.HostLayout
+	Src   [16]uint8
+	Dst   [16]uint8
+	Id    uint32
+	Proto uint8
+	Pad   [3]uint8
+}
+
+type flowFragmentPorts struct {
+	_     structs.HostLayout
+	Sport uint16
+	Dport uint16
+}
+
+type flowOverflowRec struct {
+	_       structs.HostLayout
+	Key     flowFlowKey
+	Ts      uint64
+	Netns   uint64
+	Ifindex uint32
+	Len     uint32
+	Egress  uint8
+	Flags   uint8
+	Role    uint8
+	Pad     [5]uint8
 }
 
 // Names of all BPF objects in the ELF.
@@ -49,10 +83,16 @@ const (
 	flowMapActive              = "active"
 	flowMapCounters            = "counters"
 	flowMapFlows               = "flows"
+	flowMapFragments           = "fragments"
+	flowMapOverflow            = "overflow"
 	flowProgWeirFlowEthEgress  = "weir_flow_eth_egress"
 	flowProgWeirFlowEthIngress = "weir_flow_eth_ingress"
 	flowProgWeirFlowIpEgress   = "weir_flow_ip_egress"
 	flowProgWeirFlowIpIngress  = "weir_flow_ip_ingress"
+	flowVarOverflowRing        = "overflow_ring"
+	flowVarSampleFlows         = "sample_flows"
+	flowVarSampling            = "sampling"
+	flowVarUnusedOverflowRec   = "unused_overflow_rec"
 )
 
 // loadFlow returns the embedded CollectionSpec for flow.
@@ -107,15 +147,21 @@ type flowProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowMapSpecs struct {
-	Active   *ebpf.MapSpec `ebpf:"active"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Flows    *ebpf.MapSpec `ebpf:"flows"`
+	Active    *ebpf.MapSpec `ebpf:"active"`
+	Counters  *ebpf.MapSpec `ebpf:"counters"`
+	Flows     *ebpf.MapSpec `ebpf:"flows"`
+	Fragments *ebpf.MapSpec `ebpf:"fragments"`
+	Overflow  *ebpf.MapSpec `ebpf:"overflow"`
 }
 
 // flowVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowVariableSpecs struct {
+	OverflowRing      *ebpf.VariableSpec `ebpf:"overflow_ring"`
+	SampleFlows       *ebpf.VariableSpec `ebpf:"sample_flows"`
+	Sampling          *ebpf.VariableSpec `ebpf:"sampling"`
+	UnusedOverflowRec *ebpf.VariableSpec `ebpf:"unused_overflow_rec"`
 }
 
 // flowObjects contains all objects after they have been loaded into the kernel.
@@ -138,9 +184,11 @@ func (o *flowObjects) Close() error {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowMaps struct {
-	Active   *ebpf.Map `ebpf:"active"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Flows    *ebpf.Map `ebpf:"flows"`
+	Active    *ebpf.Map `ebpf:"active"`
+	Counters  *ebpf.Map `ebpf:"counters"`
+	Flows     *ebpf.Map `ebpf:"flows"`
+	Fragments *ebpf.Map `ebpf:"fragments"`
+	Overflow  *ebpf.Map `ebpf:"overflow"`
 }
 
 func (m *flowMaps) Close() error {
@@ -148,6 +196,8 @@ func (m *flowMaps) Close() error {
 		m.Active,
 		m.Counters,
 		m.Flows,
+		m.Fragments,
+		m.Overflow,
 	)
 }
 
@@ -155,6 +205,10 @@ func (m *flowMaps) Close() error {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowVariables struct {
+	OverflowRing      *ebpf.Variable `ebpf:"overflow_ring"`
+	SampleFlows       *ebpf.Variable `ebpf:"sample_flows"`
+	Sampling          *ebpf.Variable `ebpf:"sampling"`
+	UnusedOverflowRec *ebpf.Variable `ebpf:"unused_overflow_rec"`
 }
 
 // flowPrograms contains all programs after they have been loaded into the kernel.

@@ -9,6 +9,19 @@
 // reads the old one, and the kernel waits for running programs on that
 // update, so a map being drained is written no more. Draining uses batch
 // lookup-and-delete where the kernel has it, per-key deletes where not.
+//
+// Dedup: the kernel counts a packet at the first interface that saw its
+// flow in the current map and, for up to two other interfaces, keeps what
+// they saw beside it. User space hands all of these to a flow.Table with
+// DedupIfaces on, so across drains a flow stays counted at the interface
+// the table holds it at (a packet in flight between two interfaces when
+// the maps are swapped is not counted twice).
+//
+// Overflow: a packet the map has no room for goes to a ring buffer; user
+// space aggregates those packets exactly as the kernel would (same struct,
+// same dedup rule) and drains that aggregate with the map. Overflow also
+// makes the next drain come early (reason "full"). A packet that finds the
+// ring full too is lost, and counted (Stats.Lost).
 package kflow
 
 import (
@@ -35,16 +48,41 @@ type Config struct {
 	// (--ebpf-evict-interval). The table's idle timeout must be longer.
 	EvictInterval time.Duration
 	// Table configures the user-space flow table the drained entries go
-	// to (timeouts, MaxFlows). DedupIfaces is off: the kernel dedups.
+	// to (timeouts, MaxFlows, DedupWindow). DedupIfaces is always on
+	// (see the package comment).
 	Table flow.Config
-	// Netns runs fn in the network namespace whose interfaces are
-	// watched; nil: the caller's. Tests use testbed.Host.Do.
-	Netns func(fn func() error) error
+	// Netns are the network namespaces whose interfaces are watched (the
+	// selection applies in each); empty: the caller's.
+	Netns []Netns
 	// Logf receives problems the source goes on after.
 	Logf func(format string, args ...any)
 	// Batch is the number of records handed to the sink at once.
 	Batch int
+	// Sampling counts 1 in Sampling packets (0 or 1: every packet). The
+	// choice is a hash of the packet's content, so every interface that
+	// sees a packet makes the same choice; with SampleFlows it is a hash of
+	// the flow (both directions), and a sampled flow is seen whole.
+	Sampling    int
+	SampleFlows bool
+	// RingSize is the overflow ring's size in bytes (a power of two, at
+	// least a page; 0: DefaultRingSize); -1 turns the ring off, so packets
+	// the map has no room for are only counted (Stats.Lost).
+	RingSize int
 }
+
+// Netns is a network namespace a Source watches.
+type Netns struct {
+	// Name, if set, prefixes the names of its interfaces in records
+	// ("name/eth0"), so that interfaces of several namespaces stay apart.
+	Name string
+	// Do runs fn on a thread in the namespace (netdev.InNetns; tests use
+	// testbed.Host.Do).
+	Do func(fn func() error) error
+}
+
+// DefaultRingSize is the overflow ring's default size: about 13,000
+// packets of 80 bytes.
+const DefaultRingSize = 1 << 20
 
 // ErrConfig wraps configuration errors.
 var ErrConfig = errors.New("kflow: bad configuration")
@@ -69,9 +107,14 @@ func (cfg Config) normalize() (Config, error) {
 	if c.Table.IdleTimeout <= c.EvictInterval {
 		return c, errors.Join(ErrConfig, errors.New("the idle timeout must be longer than the evict interval"))
 	}
-	c.Table.DedupIfaces = false
-	if c.Netns == nil {
-		c.Netns = func(fn func() error) error { return fn() }
+	c.Table.DedupIfaces = true
+	if len(c.Netns) == 0 {
+		c.Netns = []Netns{{Do: func(fn func() error) error { return fn() }}}
+	}
+	for _, n := range c.Netns {
+		if n.Do == nil {
+			return c, errors.Join(ErrConfig, errors.New("a Netns without Do"))
+		}
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
@@ -79,19 +122,95 @@ func (cfg Config) normalize() (Config, error) {
 	if c.Batch <= 0 {
 		c.Batch = 1024
 	}
+	if c.Sampling < 0 || c.Sampling > 1<<24 {
+		return c, errors.Join(ErrConfig, errors.New("sampling must be 1..16777216"))
+	}
+	if c.Sampling == 0 {
+		c.Sampling = 1
+	}
+	switch {
+	case c.RingSize == 0:
+		c.RingSize = DefaultRingSize
+	case c.RingSize == -1:
+	case c.RingSize < 4096 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > 1<<30:
+		return c, errors.Join(ErrConfig, errors.New("the ring size must be a power of two from 4KiB to 1GiB"))
+	}
 	return c, nil
 }
 
-// Stats are the source's counters.
+// Eviction sources and reasons: the indexes of Stats.Evictions and
+// Stats.Evicted.
+const (
+	SourceHashmap = iota // the kernel flow map
+	SourceRingbuf        // packets from the overflow ring, aggregated in user space
+	NumSources
+)
+
+// Reasons a drain runs.
+const (
+	ReasonTimer    = iota // every EvictInterval
+	ReasonFull            // early: the map overflowed (or the ring aggregate filled)
+	ReasonShutdown        // the source is stopping
+	NumReasons
+)
+
+// SourceNames and ReasonNames are the metric label values.
+var (
+	SourceNames = [NumSources]string{"hashmap", "ringbuf"}
+	ReasonNames = [NumReasons]string{"timer", "full", "shutdown"}
+)
+
+// EvictBuckets are the upper bounds, in seconds, of the drain-duration
+// histogram (Stats.EvictHist has one more bucket: +Inf).
+var EvictBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1}
+
+// Stats are the source's counters. Kernel counters are as of the last
+// drain or Stats call, whichever is later.
 type Stats struct {
-	Packets      uint64 // packets the programs looked at
-	NotIP        uint64 // not IPv4/IPv6 (or too short to key)
-	Duplicates   uint64 // copies seen at a second interface: not counted again
-	InsertFails  uint64 // packets not counted because the map was full
-	Evictions    uint64 // drains of the kernel map
-	Evicted      uint64 // entries drained
-	EvictTime    time.Duration
-	Records      uint64 // records handed to the sink
-	Ifaces       int    // interfaces attached (each ingress and egress)
-	BatchDeletes bool   // the kernel map supports batch lookup-and-delete
+	Packets     uint64 // packets the programs looked at
+	NotIP       uint64 // not IPv4/IPv6 (or too short to key)
+	Duplicates  uint64 // copies seen at a second interface: not counted again
+	SampledOut  uint64 // packets sampling skipped
+	MapInserts  uint64 // entries the programs created in the flow maps
+	InsertE2BIG uint64 // packets the map had no room for (it was full)
+	// InsertENOMEM and InsertOther are packets whose entry could not be
+	// created for other reasons (no kernel memory, any other errno).
+	InsertENOMEM, InsertOther uint64
+	Ring                      uint64 // packets sent through the overflow ring
+	RingRead                  uint64 // ring records read by user space
+	Lost                      uint64 // packets neither in the map nor in the ring: should stay 0
+	// FragFirst, FragFound and FragMissing count IP fragments: firsts
+	// (ports remembered), later ones given those ports, later ones whose
+	// first was not seen (keyed without ports).
+	FragFirst, FragFound, FragMissing uint64
+
+	// Evictions counts drains and Evicted the flows they removed, by
+	// source (SourceHashmap, SourceRingbuf) and reason (ReasonTimer …).
+	Evictions [NumSources][NumReasons]uint64
+	Evicted   [NumSources][NumReasons]uint64
+	// EvictTime is the total time spent draining the kernel map (swap
+	// and lookup-and-delete); EvictHist its distribution over
+	// EvictBuckets (+Inf last); EvictLast the last drain's.
+	EvictTime time.Duration
+	EvictHist [11]uint64
+	EvictLast time.Duration
+	Capacity  int    // entries per kernel flow map (MaxFlows)
+	Records   uint64 // records handed to the sink
+	Ifaces    int    // interfaces attached (each ingress and egress)
+	// BatchDeletes reports that the kernel map supports batch
+	// lookup-and-delete.
+	BatchDeletes bool
+}
+
+// Occupancy is the number of entries in the active kernel map: entries
+// created minus entries drained.
+func (s *Stats) Occupancy() uint64 {
+	var out uint64
+	for _, n := range s.Evicted[SourceHashmap] {
+		out += n
+	}
+	if s.MapInserts < out {
+		return 0
+	}
+	return s.MapInserts - out
 }

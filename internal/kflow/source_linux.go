@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -23,8 +25,17 @@ const (
 	cntPackets = iota
 	cntNotIP
 	cntDup
-	cntInsertFail
+	cntInsertE2BIG
+	cntInsertENOMEM
+	cntInsertOther
 	cntNoMap
+	cntRing
+	cntLost
+	cntSampledOut
+	cntFragFirst
+	cntFragFound
+	cntFragMissing
+	cntInserts
 	cntMax
 )
 
@@ -44,6 +55,7 @@ type Source struct {
 	maps     [2]*ebpf.Map // flow maps: maps[cur] is in active
 	cur      int
 	counters *ebpf.Map
+	ring     *ringbuf.Reader // nil when the ring is off
 	links    []link.Link
 	ifaces   map[ifKey]uint16 // attached interfaces → flow.Ifaces index
 	names    flow.Ifaces
@@ -53,6 +65,11 @@ type Source struct {
 	vals     []flowFlowVal
 	batchOK  bool
 	monoOff  int64 // wall clock − CLOCK_MONOTONIC, ns
+	// spill aggregates the overflow ring's packets as the kernel map would
+	// (bounded at MaxFlows entries); drained with the map.
+	spill map[flowFlowKey]*flowFlowVal
+	free  []*flowFlowVal // spill values to reuse
+	cnt   [cntMax]uint64 // kernel counters, summed over CPUs
 
 	mu    sync.Mutex
 	stats Stats
@@ -69,11 +86,21 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	for name, v := range map[string]uint32{"sampling": uint32(c.Sampling), "sample_flows": b2u(c.SampleFlows), "overflow_ring": b2u(c.RingSize > 0)} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("kflow: setting %s: %w", name, err)
+		}
+	}
+	if c.RingSize > 0 {
+		spec.Maps["overflow"].MaxEntries = uint32(c.RingSize)
+	} else {
+		spec.Maps["overflow"].MaxEntries = uint32(os.Getpagesize()) // unused, but must exist
+	}
 	flows := spec.Maps["flows"].Copy()
 	flows.MaxEntries = uint32(c.MaxFlows)
 	delete(spec.Maps, "flows") // only its shape is needed; the two maps are made below
 	spec.Maps["active"].InnerMap = flows
-	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}}
+	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}, spill: map[flowFlowKey]*flowFlowVal{}}
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, fmt.Errorf("kflow: loading the programs: %w", err)
@@ -88,6 +115,12 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	if err := s.active.Update(uint32(0), s.maps[0], ebpf.UpdateAny); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("kflow: setting the active map: %w", err)
+	}
+	if c.RingSize > 0 {
+		if s.ring, err = ringbuf.NewReader(s.coll.Maps["overflow"]); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("kflow: opening the overflow ring: %w", err)
+		}
 	}
 	tc := c.Table
 	tc.Ifaces = &s.names
@@ -105,7 +138,16 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	s.vals = make([]flowFlowVal, 4096)
 	s.batchOK = s.probeBatch()
 	s.stats.BatchDeletes = s.batchOK
+	s.stats.Capacity = c.MaxFlows
+	s.monoOff = wallMinusMono()
 	return s, nil
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // probeBatch reports whether the kernel drains hash maps in batches.
@@ -116,39 +158,51 @@ func (s *Source) probeBatch() bool {
 }
 
 // attach puts the programs on ingress and egress of every interface of
-// the namespace that the selector matches.
+// each namespace that the selector matches.
 func (s *Source) attach() error {
-	return s.cfg.Netns(func() error {
-		links, err := netdev.List()
-		if err != nil {
+	for _, ns := range s.cfg.Netns {
+		if err := ns.Do(func() error { return s.attachNetns(ns.Name) }); err != nil {
 			return err
 		}
-		netns, err := netnsCookie()
-		if err != nil {
-			return err
+	}
+	return nil
+}
+
+// attachNetns attaches in the calling thread's namespace.
+func (s *Source) attachNetns(prefix string) error {
+	links, err := netdev.List()
+	if err != nil {
+		return err
+	}
+	netns, err := netnsCookie()
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if !s.cfg.Select.Match(l) {
+			continue
 		}
-		for _, l := range links {
-			if !s.cfg.Select.Match(l) {
-				continue
-			}
-			ing, eg := s.coll.Programs["weir_flow_eth_ingress"], s.coll.Programs["weir_flow_eth_egress"]
-			if l.Type != unix.ARPHRD_ETHER {
-				ing, eg = s.coll.Programs["weir_flow_ip_ingress"], s.coll.Programs["weir_flow_ip_egress"]
-			}
-			for _, a := range []struct {
-				p *ebpf.Program
-				t ebpf.AttachType
-			}{{ing, ebpf.AttachTCXIngress}, {eg, ebpf.AttachTCXEgress}} {
-				lk, err := link.AttachTCX(link.TCXOptions{Interface: l.Index, Program: a.p, Attach: a.t})
-				if err != nil {
-					return fmt.Errorf("kflow: attaching to %s: %w", l.Name, err)
-				}
-				s.links = append(s.links, lk)
-			}
-			s.ifaces[ifKey{netns, uint32(l.Index)}] = s.names.Index(l.Name)
+		ing, eg := s.coll.Programs["weir_flow_eth_ingress"], s.coll.Programs["weir_flow_eth_egress"]
+		if l.Type != unix.ARPHRD_ETHER {
+			ing, eg = s.coll.Programs["weir_flow_ip_ingress"], s.coll.Programs["weir_flow_ip_egress"]
 		}
-		return nil
-	})
+		for _, a := range []struct {
+			p *ebpf.Program
+			t ebpf.AttachType
+		}{{ing, ebpf.AttachTCXIngress}, {eg, ebpf.AttachTCXEgress}} {
+			lk, err := link.AttachTCX(link.TCXOptions{Interface: l.Index, Program: a.p, Attach: a.t})
+			if err != nil {
+				return fmt.Errorf("kflow: attaching to %s: %w", l.Name, err)
+			}
+			s.links = append(s.links, lk)
+		}
+		name := l.Name
+		if prefix != "" {
+			name = prefix + "/" + name
+		}
+		s.ifaces[ifKey{netns, uint32(l.Index)}] = s.names.Index(name)
+	}
+	return nil
 }
 
 // netnsCookie returns the calling thread's network namespace cookie
@@ -167,8 +221,8 @@ func netnsCookie() (uint64, error) {
 }
 
 // Run attaches the programs, drains the kernel map every EvictInterval
-// and, when ctx ends, drains it a last time, flushes the table and
-// detaches everything.
+// (sooner when it overflows), reads the overflow ring in between and, when
+// ctx ends, detaches everything, drains a last time and flushes the table.
 func (s *Source) Run(ctx context.Context) error {
 	defer s.Close()
 	if err := s.attach(); err != nil {
@@ -177,141 +231,68 @@ func (s *Source) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.stats.Ifaces = len(s.ifaces)
 	s.mu.Unlock()
-	tick := time.NewTicker(s.cfg.EvictInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			for _, l := range s.links { // nothing new arrives while the last drain runs
-				l.Close()
+	if s.ring != nil {
+		stop := context.AfterFunc(ctx, func() { s.ring.Flush() }) // wakes ReadInto
+		defer stop()
+	}
+	// An overflow drain comes at most this often: the swap waits for an
+	// RCU grace period, and a flood must not turn into back-to-back drains.
+	minGap := max(s.cfg.EvictInterval/10, 10*time.Millisecond)
+	last := time.Now()
+	next, reason := last.Add(s.cfg.EvictInterval), ReasonTimer
+	var rec ringbuf.Record
+	for ctx.Err() == nil {
+		if s.ring == nil {
+			select {
+			case <-ctx.Done():
+				continue
+			case <-time.After(time.Until(next)):
 			}
-			s.links = nil
-			err := s.evict()
-			s.table.Flush(flow.ReasonShutdown)
-			s.flush()
+		} else {
+			s.ring.SetDeadline(next)
+			err := s.ring.ReadInto(&rec)
+			switch {
+			case err == nil:
+				s.spillRecord(rec.RawSample)
+				if reason == ReasonTimer {
+					// The map is full: drain early (it needs the room), but not
+					// before minGap since the last drain.
+					if early := last.Add(minGap); early.Before(next) {
+						next, reason = early, ReasonFull
+					}
+				}
+				if len(s.spill) < s.cfg.MaxFlows {
+					continue
+				}
+				reason = ReasonFull // the aggregate is full: drain now
+			case errors.Is(err, ringbuf.ErrFlushed):
+				continue // ctx ended
+			case !errors.Is(err, os.ErrDeadlineExceeded):
+				return fmt.Errorf("kflow: reading the overflow ring: %w", err)
+			}
+		}
+		if err := s.evict(reason); err != nil {
 			return err
-		case <-tick.C:
-			if err := s.evict(); err != nil {
-				return err
-			}
-			s.table.Expire(time.Now().UnixNano())
-			s.flush()
+		}
+		s.table.Expire(time.Now().UnixNano())
+		s.flush()
+		last = time.Now()
+		next, reason = last.Add(s.cfg.EvictInterval), ReasonTimer
+	}
+	for _, l := range s.links { // nothing new arrives while the last drain runs
+		l.Close()
+	}
+	s.links = nil
+	if s.ring != nil { // what is still in the ring
+		s.ring.SetDeadline(time.Now())
+		for s.ring.ReadInto(&rec) == nil {
+			s.spillRecord(rec.RawSample)
 		}
 	}
-}
-
-// evict swaps in the empty map and drains the old one into the table.
-func (s *Source) evict() error {
-	start := time.Now()
-	old, next := s.maps[s.cur], s.maps[1-s.cur]
-	// Updating a map-in-map slot waits for running programs: after this,
-	// no program holds old.
-	if err := s.active.Update(uint32(0), next, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("kflow: swapping the flow map: %w", err)
-	}
-	s.cur = 1 - s.cur
-	s.monoOff = wallMinusMono()
-	n, err := s.drain(old)
-	el := time.Since(start)
-	var cnt [cntMax]uint64
-	s.readCounters(&cnt)
-	s.mu.Lock()
-	s.stats.Evictions++
-	s.stats.Evicted += uint64(n)
-	s.stats.EvictTime += el
-	s.stats.Packets, s.stats.NotIP, s.stats.Duplicates, s.stats.InsertFails = cnt[cntPackets], cnt[cntNotIP], cnt[cntDup], cnt[cntInsertFail]
-	s.mu.Unlock()
+	err := s.evict(ReasonShutdown)
+	s.table.Flush(flow.ReasonShutdown)
+	s.flush()
 	return err
-}
-
-// drain reads and deletes every entry of m, adding each to the table.
-func (s *Source) drain(m *ebpf.Map) (int, error) {
-	total := 0
-	if s.batchOK {
-		var cursor ebpf.MapBatchCursor
-		for {
-			n, err := m.BatchLookupAndDelete(&cursor, s.keys, s.vals, nil)
-			for i := range n {
-				s.add(&s.keys[i], &s.vals[i])
-			}
-			total += n
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				return total, nil
-			}
-			if err != nil {
-				return total, fmt.Errorf("kflow: draining the flow map: %w", err)
-			}
-		}
-	}
-	// Per key: iterate, then delete what was read.
-	var k flowFlowKey
-	var v flowFlowVal
-	it := m.Iterate()
-	keys := s.keys[:0]
-	for it.Next(&k, &v) {
-		s.add(&k, &v)
-		keys = append(keys, k)
-		total++
-	}
-	for i := range keys {
-		m.Delete(&keys[i])
-	}
-	s.keys = keys[:cap(keys)]
-	return total, it.Err()
-}
-
-// add converts one kernel entry to an aggregate for the table.
-func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
-	var a flow.Aggregate
-	a.Key.SrcAddr, a.Key.DstAddr = k.Src, k.Dst
-	a.Key.IPVersion = 6
-	if isMapped(&k.Src) {
-		a.Key.IPVersion = 4
-	}
-	a.Key.Proto = k.Proto
-	a.Key.SrcPort, a.Key.DstPort = k.Sport, k.Dport
-	a.Key.ICMPType, a.Key.ICMPCode = k.IcmpType, k.IcmpCode
-	a.Packets, a.Bytes = uint32(min(v.Packets, 1<<32-1)), v.Bytes
-	a.First = int64(v.FirstNs) + s.monoOff
-	a.Time = int64(v.LastNs) + s.monoOff
-	a.TCPFlags = uint8(v.Marks)
-	switch {
-	case v.Marks&(1<<8) != 0:
-		a.Role = flow.RoleInitiator
-	case v.Marks&(2<<8) != 0:
-		a.Role = flow.RoleResponder
-	}
-	if i, ok := s.ifaces[ifKey{v.Netns, v.Ifindex}]; ok {
-		a.Iface = i
-	} else {
-		a.Iface = s.names.Index(fmt.Sprintf("if%d", v.Ifindex))
-	}
-	s.table.UpdateAggregate(&a)
-}
-
-func isMapped(a *[16]byte) bool {
-	return a[0]|a[1]|a[2]|a[3]|a[4]|a[5]|a[6]|a[7]|a[8]|a[9] == 0 && a[10] == 0xff && a[11] == 0xff
-}
-
-// wallMinusMono is the offset from CLOCK_MONOTONIC (bpf_ktime_get_ns) to
-// the wall clock.
-func wallMinusMono() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return time.Now().UnixNano() - ts.Nano()
-}
-
-// readCounters sums the per-CPU counters.
-func (s *Source) readCounters(out *[cntMax]uint64) {
-	var per []uint64
-	for i := range uint32(cntMax) {
-		if err := s.counters.Lookup(i, &per); err != nil {
-			continue
-		}
-		for _, v := range per {
-			out[i] += v
-		}
-	}
 }
 
 // flush hands the pending records to the sink.
@@ -328,10 +309,14 @@ func (s *Source) flush() {
 	s.batch = s.batch[:0]
 }
 
-// Stats returns the counters as of the last drain.
+// Stats returns the counters: the kernel's as of now, the rest as of the
+// last drain. It is safe to call while Run runs.
 func (s *Source) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.counters != nil {
+		s.readCounters()
+	}
 	return s.stats
 }
 
@@ -341,6 +326,9 @@ func (s *Source) Close() error {
 		l.Close()
 	}
 	s.links = nil
+	if s.ring != nil {
+		s.ring.Close()
+	}
 	for i, m := range s.maps {
 		if m != nil {
 			m.Close()

@@ -44,6 +44,15 @@ static __always_inline __u64 dev_netns(struct __sk_buff *skb)
 }
 
 #define TC_PASS 0 /* TC_ACT_OK; TCX_NEXT is -1, but 0 lets later programs run too */
+#define E2BIG 7
+#define ENOMEM 12
+#define EEXIST 17
+
+// Set by user space before loading (constants: the verifier prunes what
+// they turn off).
+volatile const __u32 sampling = 1;      // count 1 in sampling packets (1: all)
+volatile const __u32 sample_flows = 0;  // 1: sample whole flows by hash; 0: packets by content hash
+volatile const __u32 overflow_ring = 1; // 1: packets the map has no room for go to the ring buffer
 
 struct flow_key {
 	__u8 src[16];
@@ -60,6 +69,17 @@ struct flow_key {
 #define ROLE_INITIATOR 1 // TCP SYN without ACK, ICMP echo request
 #define ROLE_RESPONDER 2 // TCP SYN+ACK, ICMP echo reply
 
+// flow_other is another interface that saw the flow, with what it saw
+// (not counted in the flow: user space's table uses these counts only if
+// it counts this flow at that interface, see kflow.go).
+struct flow_other {
+	__u64 netns;
+	__u32 ifindex;    // 0: free
+	__u32 pad;
+	__u64 packets;
+	__u64 bytes;
+};
+
 struct flow_val {
 	__u64 packets;
 	__u64 bytes;
@@ -68,12 +88,11 @@ struct flow_val {
 	__u64 netns;      // netns cookie of the interface that counts the flow
 	__u32 ifindex;    // its ifindex
 	__u8 egress;      // 1: seen leaving that interface, 0: arriving
-	__u8 nother;      // other interfaces that saw it (beyond other[])
+	__u8 nother;      // other interfaces that saw it beyond other[]
 	__u16 pad;
 	__u32 marks;      // OR of counted packets' TCP flags (bits 0-7) and ROLE_* << 8
 	__u32 pad2;
-	__u64 other_netns[2];
-	__u32 other_ifindex[2];
+	struct flow_other other[2];
 };
 
 // flows is the shape of the flow maps; user space does not create it but
@@ -95,13 +114,65 @@ struct {
 	__array(values, struct flows_map);
 } active SEC(".maps");
 
+// overflow_rec is one packet the flow map had no room for.
+struct overflow_rec {
+	struct flow_key key;
+	__u64 ts;         // CLOCK_MONOTONIC
+	__u64 netns;
+	__u32 ifindex;
+	__u32 len;        // IP-layer bytes
+	__u8 egress;
+	__u8 flags;       // TCP flags
+	__u8 role;
+	__u8 pad[5];
+};
+
+// For bpf2go: puts the record's type in BTF (the ring has none).
+const struct overflow_rec *unused_overflow_rec __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); // set by user space
+} overflow SEC(".maps");
+
+// fragment_key names the fragments of one datagram; fragments after the
+// first carry no ports, so the first leaves them here.
+struct fragment_key {
+	__u8 src[16];
+	__u8 dst[16];
+	__u32 id;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct fragment_ports {
+	__u16 sport;
+	__u16 dport;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct fragment_key);
+	__type(value, struct fragment_ports);
+} fragments SEC(".maps");
+
 // Counters, per CPU: index by the COUNT_* constants.
 enum {
-	COUNT_PACKETS,      // packets looked at
-	COUNT_NOT_IP,       // not IPv4 or IPv6, or too short to parse
-	COUNT_DUP,          // seen again at another interface: not counted
-	COUNT_INSERT_FAIL,  // map full (or other insert error): packet not counted in the map
-	COUNT_NO_MAP,       // no active map (never, unless user space is gone)
+	COUNT_PACKETS,       // packets looked at
+	COUNT_NOT_IP,        // not IPv4 or IPv6, or too short to parse
+	COUNT_DUP,           // seen again at another interface: not counted
+	COUNT_INSERT_E2BIG,  // the map was full: packet not in the map
+	COUNT_INSERT_ENOMEM, // no memory for the entry: packet not in the map
+	COUNT_INSERT_OTHER,  // another insert error: packet not in the map
+	COUNT_NO_MAP,        // no active map (never, unless user space is gone)
+	COUNT_RING,          // packets sent to the overflow ring
+	COUNT_LOST,          // not in the map and the ring full (or off): lost, counted
+	COUNT_SAMPLED_OUT,   // skipped by sampling
+	COUNT_FRAG_FIRST,    // first fragments (ports remembered)
+	COUNT_FRAG_FOUND,    // later fragments given their datagram's ports
+	COUNT_FRAG_MISSING,  // later fragments whose first was not seen: no ports
+	COUNT_INSERTS,       // entries created in the flow maps
 	COUNT_MAX,
 };
 
@@ -119,22 +190,33 @@ static __always_inline void count(__u32 i)
 		*v += 1;
 }
 
-// parse fills key from the packet at offset l3 (ethertype proto, network
-// order) and returns the IP-layer length, or 0 if it is not an IP packet
-// weir can key.
-static __always_inline __u32 parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
-				   struct flow_key *key, __u8 *flags, __u8 *role)
+// pkt is what parse learns of a packet beyond its key.
+struct pkt {
+	__u32 len;        // IP-layer bytes; 0: not a packet weir keys
+	__u32 frag_id;
+	__u32 salt;       // per-packet bytes that hop-by-hop forwarding keeps (IPv4 ID, L4 seq/checksum)
+	__u8 flags;
+	__u8 role;
+	__u8 frag;        // FRAG_*
+};
+
+#define FRAG_FIRST 1
+#define FRAG_LATER 2
+
+// parse fills key and p from the packet at offset l3 (ethertype proto,
+// network order); p->len stays 0 if it is not an IP packet weir can key.
+static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
+				  struct flow_key *key, struct pkt *p)
 {
 	__u32 len, l4;
 	__u8 nexthdr;
-	int frag_later = 0;
 
 	if (proto == bpf_htons(ETH_P_IP)) {
 		__u8 ip[20];
 		if (bpf_skb_load_bytes(skb, l3, ip, sizeof(ip)))
-			return 0;
+			return;
 		if ((ip[0] >> 4) != 4 || (ip[0] & 0xf) < 5)
-			return 0;
+			return;
 		len = ((__u32)ip[2] << 8) | ip[3];
 		nexthdr = ip[9];
 		// IPv4-mapped IPv6 ::ffff:a.b.c.d
@@ -142,30 +224,42 @@ static __always_inline __u32 parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 		key->dst[10] = 0xff; key->dst[11] = 0xff;
 		__builtin_memcpy(&key->src[12], &ip[12], 4);
 		__builtin_memcpy(&key->dst[12], &ip[16], 4);
-		frag_later = (((__u16)ip[6] << 8 | ip[7]) & 0x1fff) != 0;
+		__u16 off = (__u16)ip[6] << 8 | ip[7];
+		p->frag_id = (__u32)ip[4] << 8 | ip[5];
+		p->salt = p->frag_id << 16 | len;
+		if (off & 0x1fff)
+			p->frag = FRAG_LATER;
+		else if (off & 0x2000)
+			p->frag = FRAG_FIRST;
 		l4 = l3 + (ip[0] & 0xf) * 4;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		__u8 ip6[40];
 		if (bpf_skb_load_bytes(skb, l3, ip6, sizeof(ip6)))
-			return 0;
+			return;
 		if ((ip6[0] >> 4) != 6)
-			return 0;
+			return;
 		len = (((__u32)ip6[4] << 8) | ip6[5]) + 40;
 		nexthdr = ip6[6];
 		__builtin_memcpy(key->src, &ip6[8], 16);
 		__builtin_memcpy(key->dst, &ip6[24], 16);
+		p->salt = len;
 		l4 = l3 + 40;
 		// Extension headers: hop-by-hop, routing, fragment, destination
 		// options, AH; a bounded walk.
 #pragma unroll
 		for (int i = 0; i < 6; i++) {
-			__u8 ext[4];
+			__u8 ext[8];
 			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 44 && nexthdr != 60 && nexthdr != 51)
 				break;
 			if (bpf_skb_load_bytes(skb, l4, ext, sizeof(ext)))
-				return 0;
-			if (nexthdr == 44) { // fragment: 8 bytes; offset in bytes 2-3
-				frag_later = (((__u16)ext[2] << 8 | ext[3]) & 0xfff8) != 0;
+				return;
+			if (nexthdr == 44) { // fragment: offset and M in bytes 2-3, ID in 4-7
+				__u16 off = (__u16)ext[2] << 8 | ext[3];
+				p->frag_id = (__u32)ext[4] << 24 | (__u32)ext[5] << 16 | (__u32)ext[6] << 8 | ext[7];
+				if (off & 0xfff8)
+					p->frag = FRAG_LATER;
+				else if (off & 1)
+					p->frag = FRAG_FIRST;
 				nexthdr = ext[0];
 				l4 += 8;
 			} else if (nexthdr == 51) { // AH: (len+2)*4
@@ -177,65 +271,187 @@ static __always_inline __u32 parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 			}
 		}
 	} else {
-		return 0;
+		return;
 	}
 	if (len == 0) // IPv4 TSO / BIG TCP: the length is the skb's
 		len = skb->len - l3;
 	key->proto = nexthdr;
-	if (frag_later)
-		return len; // later fragments carry no ports: keyed by addresses and protocol
+	p->len = len;
+	if (p->frag == FRAG_LATER)
+		return; // no L4 header: account() looks the ports up
 	switch (nexthdr) {
 	case IPPROTO_TCP: {
 		__u8 tcp[14];
 		if (bpf_skb_load_bytes(skb, l4, tcp, sizeof(tcp)))
-			return len;
+			return;
 		key->sport = ((__u16)tcp[0] << 8) | tcp[1];
 		key->dport = ((__u16)tcp[2] << 8) | tcp[3];
-		*flags = tcp[13];
+		p->flags = tcp[13];
+		p->salt ^= (__u32)tcp[4] << 24 | (__u32)tcp[5] << 16 | (__u32)tcp[6] << 8 | tcp[7]; // sequence number
+		p->salt ^= ((__u32)tcp[8] << 24 | (__u32)tcp[9] << 16 | (__u32)tcp[10] << 8 | tcp[11]) * 0x9e3779b1; // ack
 		if ((tcp[13] & 0x12) == 0x02)
-			*role = ROLE_INITIATOR;
+			p->role = ROLE_INITIATOR;
 		else if ((tcp[13] & 0x12) == 0x12)
-			*role = ROLE_RESPONDER;
+			p->role = ROLE_RESPONDER;
 		break;
 	}
 	case IPPROTO_UDP:
 	case 132: { // SCTP: ports in the same place
-		__u8 ports[4];
+		__u8 ports[8];
 		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)))
-			return len;
+			return;
 		key->sport = ((__u16)ports[0] << 8) | ports[1];
 		key->dport = ((__u16)ports[2] << 8) | ports[3];
+		p->salt ^= (__u32)ports[4] << 24 | (__u32)ports[5] << 16 | (__u32)ports[6] << 8 | ports[7]; // UDP length, checksum; SCTP tag
 		break;
 	}
 	case IPPROTO_ICMP:
 	case 58: { // ICMPv6
-		__u8 tc[2];
+		__u8 tc[8];
 		if (bpf_skb_load_bytes(skb, l4, tc, sizeof(tc)))
-			return len;
+			return;
 		key->icmp_type = tc[0];
 		key->icmp_code = tc[1];
+		p->salt ^= (__u32)tc[2] << 24 | (__u32)tc[3] << 16 | (__u32)tc[6] << 8 | tc[7]; // checksum, sequence
 		if ((nexthdr == IPPROTO_ICMP && (tc[0] == 8 || tc[0] == 13)) || (nexthdr == 58 && tc[0] == 128))
-			*role = ROLE_INITIATOR;
+			p->role = ROLE_INITIATOR;
 		else if ((nexthdr == IPPROTO_ICMP && (tc[0] == 0 || tc[0] == 14)) || (nexthdr == 58 && tc[0] == 129))
-			*role = ROLE_RESPONDER;
+			p->role = ROLE_RESPONDER;
 		break;
 	}
 	}
-	return len;
+}
+
+// fragment gives a later fragment the ports its first fragment had, and
+// remembers a first fragment's.
+static __always_inline void fragment(struct flow_key *key, struct pkt *p)
+{
+	struct fragment_key fk = {};
+	__builtin_memcpy(fk.src, key->src, 16);
+	__builtin_memcpy(fk.dst, key->dst, 16);
+	fk.id = p->frag_id;
+	fk.proto = key->proto;
+	if (p->frag == FRAG_FIRST) {
+		struct fragment_ports fp = {key->sport, key->dport};
+		bpf_map_update_elem(&fragments, &fk, &fp, BPF_ANY);
+		count(COUNT_FRAG_FIRST);
+		return;
+	}
+	struct fragment_ports *fp = bpf_map_lookup_elem(&fragments, &fk);
+	if (!fp) {
+		count(COUNT_FRAG_MISSING);
+		return;
+	}
+	key->sport = fp->sport;
+	key->dport = fp->dport;
+	count(COUNT_FRAG_FOUND);
+}
+
+// mix is a 32-bit finaliser (murmur3's): every input bit moves every output bit.
+static __always_inline __u32 mix(__u32 h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+// sampled_out reports whether sampling skips this packet. The choice
+// depends only on the packet's content (or its flow's, in both
+// directions), so every interface that sees it chooses alike and the
+// dedup rule still holds.
+static __always_inline int sampled_out(struct flow_key *key, struct pkt *p)
+{
+	if (sampling <= 1)
+		return 0;
+	__u32 h;
+	if (sample_flows) {
+		// XOR of both endpoints: the same for both directions.
+		__u32 w[8];
+		__builtin_memcpy(w, key->src, 16);
+		__builtin_memcpy(&w[4], key->dst, 16);
+		h = w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4] ^ w[5] ^ w[6] ^ w[7];
+		h ^= ((__u32)key->sport ^ key->dport) | (__u32)key->proto << 16;
+	} else {
+		__u32 w[8];
+		__builtin_memcpy(w, key->src, 16);
+		__builtin_memcpy(&w[4], key->dst, 16);
+		h = p->salt ^ mix(w[3] ^ w[7] ^ ((__u32)key->sport << 16 | key->dport));
+	}
+	if (mix(h) % sampling == 0)
+		return 0;
+	count(COUNT_SAMPLED_OUT);
+	return 1;
+}
+
+// spill sends a packet the map had no room for to user space, which
+// aggregates it with the same dedup rule.
+static __always_inline void spill(struct flow_key *key, struct pkt *p, __u64 now, __u64 netns,
+				  __u32 ifindex, __u8 egress)
+{
+	if (!overflow_ring) {
+		count(COUNT_LOST);
+		return;
+	}
+	struct overflow_rec *r = bpf_ringbuf_reserve(&overflow, sizeof(*r), 0);
+	if (!r) {
+		count(COUNT_LOST);
+		return;
+	}
+	__builtin_memcpy(&r->key, key, sizeof(*key));
+	r->ts = now;
+	r->netns = netns;
+	r->ifindex = ifindex;
+	r->len = p->len;
+	r->egress = egress;
+	r->flags = p->flags;
+	r->role = p->role;
+	__builtin_memset(r->pad, 0, sizeof(r->pad));
+	bpf_ringbuf_submit(r, 0);
+	count(COUNT_RING);
+}
+
+// other notes that the interface (netns, ifindex) saw a packet of v's
+// flow that v counts elsewhere, and adds it to that interface's counts.
+static __always_inline void other(struct flow_val *v, __u64 netns, __u32 ifindex, __u32 len)
+{
+#pragma unroll
+	for (int i = 0; i < 2; i++) {
+		struct flow_other *o = &v->other[i];
+		if (o->ifindex == 0) // claim a free slot; another CPU may race for it
+			__sync_val_compare_and_swap(&o->ifindex, 0, ifindex);
+		if (o->ifindex == ifindex) {
+			if (o->netns == 0)
+				o->netns = netns;
+			if (o->netns == netns) {
+				__sync_fetch_and_add(&o->packets, 1);
+				__sync_fetch_and_add(&o->bytes, len);
+				return;
+			}
+		}
+	}
+	if (v->nother < 255)
+		v->nother++;
 }
 
 static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 {
 	struct flow_key key = {};
-	__u8 flags = 0, role = 0;
+	struct pkt p = {};
 	__u32 zero = 0;
 
 	count(COUNT_PACKETS);
-	__u32 len = parse(skb, l3, skb->protocol, &key, &flags, &role);
-	if (len == 0) {
+	parse(skb, l3, skb->protocol, &key, &p);
+	if (p.len == 0) {
 		count(COUNT_NOT_IP);
 		return TC_PASS;
 	}
+	if (p.frag)
+		fragment(&key, &p);
+	if (sampled_out(&key, &p))
+		return TC_PASS;
 	void *m = bpf_map_lookup_elem(&active, &zero);
 	if (!m) {
 		count(COUNT_NO_MAP);
@@ -247,43 +463,39 @@ static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 	struct flow_val *v = bpf_map_lookup_elem(m, &key);
 	if (!v) {
 		struct flow_val nv = {
-			.packets = 1, .bytes = len, .first_ns = now, .last_ns = now,
+			.packets = 1, .bytes = p.len, .first_ns = now, .last_ns = now,
 			.netns = netns, .ifindex = ifindex, .egress = egress,
-			.marks = flags | (__u32)role << 8,
+			.marks = p.flags | (__u32)p.role << 8,
 		};
 		long err = bpf_map_update_elem(m, &key, &nv, BPF_NOEXIST);
-		if (err == 0)
-			return TC_PASS;
-		if (err != -17) { // not -EEXIST: the map is full
-			count(COUNT_INSERT_FAIL);
+		if (err == 0) {
+			count(COUNT_INSERTS);
 			return TC_PASS;
 		}
-		// Another CPU inserted it first: count on that entry.
-		v = bpf_map_lookup_elem(m, &key);
+		if (err == -EEXIST) // another CPU inserted it first: count on that entry
+			v = bpf_map_lookup_elem(m, &key);
 		if (!v) {
-			count(COUNT_INSERT_FAIL);
+			if (err == -E2BIG)
+				count(COUNT_INSERT_E2BIG);
+			else if (err == -ENOMEM)
+				count(COUNT_INSERT_ENOMEM);
+			else
+				count(COUNT_INSERT_OTHER);
+			spill(&key, &p, now, netns, ifindex, egress);
 			return TC_PASS;
 		}
 	}
 	if (v->ifindex != ifindex || v->netns != netns) {
-		// A copy at another interface: note the interface, do not count.
+		// A copy at another interface: not counted in the flow.
 		count(COUNT_DUP);
-		if (v->other_ifindex[0] == 0 || (v->other_ifindex[0] == ifindex && v->other_netns[0] == netns)) {
-			v->other_netns[0] = netns;
-			v->other_ifindex[0] = ifindex;
-		} else if (v->other_ifindex[1] == 0 || (v->other_ifindex[1] == ifindex && v->other_netns[1] == netns)) {
-			v->other_netns[1] = netns;
-			v->other_ifindex[1] = ifindex;
-		} else if (v->nother < 255) {
-			v->nother++;
-		}
+		other(v, netns, ifindex, p.len);
 		return TC_PASS;
 	}
 	__sync_fetch_and_add(&v->packets, 1);
-	__sync_fetch_and_add(&v->bytes, len);
+	__sync_fetch_and_add(&v->bytes, p.len);
 	if (now > v->last_ns)
 		v->last_ns = now; // racy between CPUs, off by at most a packet's time
-	__u32 marks = flags | (__u32)role << 8;
+	__u32 marks = p.flags | (__u32)p.role << 8;
 	if ((v->marks & marks) != marks) // read first: the atomic only when something is new
 		__sync_fetch_and_or(&v->marks, marks);
 	return TC_PASS;

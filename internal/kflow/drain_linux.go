@@ -1,0 +1,215 @@
+//go:build linux
+
+package kflow
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// evict swaps in the empty map, drains the old one and the ring's
+// aggregate into the table.
+func (s *Source) evict(reason int) error {
+	start := time.Now()
+	old, next := s.maps[s.cur], s.maps[1-s.cur]
+	// Updating a map-in-map slot waits for running programs: after this,
+	// no program holds old.
+	if err := s.active.Update(uint32(0), next, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("kflow: swapping the flow map: %w", err)
+	}
+	s.cur = 1 - s.cur
+	s.monoOff = wallMinusMono()
+	n, err := s.drain(old)
+	el := time.Since(start)
+	spilled := len(s.spill)
+	for k, v := range s.spill {
+		s.add(&k, v)
+		s.free = append(s.free, v)
+	}
+	clear(s.spill)
+	s.mu.Lock()
+	s.stats.Evictions[SourceHashmap][reason]++
+	s.stats.Evicted[SourceHashmap][reason] += uint64(n)
+	if spilled > 0 {
+		s.stats.Evictions[SourceRingbuf][reason]++
+		s.stats.Evicted[SourceRingbuf][reason] += uint64(spilled)
+	}
+	s.stats.EvictTime += el
+	s.stats.EvictLast = el
+	b := len(EvictBuckets)
+	for i, le := range EvictBuckets {
+		if el.Seconds() <= le {
+			b = i
+			break
+		}
+	}
+	s.stats.EvictHist[b]++
+	s.readCounters()
+	s.mu.Unlock()
+	return err
+}
+
+// drain reads and deletes every entry of m, adding each to the table.
+func (s *Source) drain(m *ebpf.Map) (int, error) {
+	total := 0
+	if s.batchOK {
+		var cursor ebpf.MapBatchCursor
+		for {
+			n, err := m.BatchLookupAndDelete(&cursor, s.keys, s.vals, nil)
+			for i := range n {
+				s.add(&s.keys[i], &s.vals[i])
+			}
+			total += n
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				return total, nil
+			}
+			if err != nil {
+				return total, fmt.Errorf("kflow: draining the flow map: %w", err)
+			}
+		}
+	}
+	// Per key: iterate, then delete what was read.
+	var k flowFlowKey
+	var v flowFlowVal
+	it := m.Iterate()
+	keys := s.keys[:0]
+	for it.Next(&k, &v) {
+		s.add(&k, &v)
+		keys = append(keys, k)
+		total++
+	}
+	for i := range keys {
+		m.Delete(&keys[i])
+	}
+	s.keys = keys[:cap(keys)]
+	return total, it.Err()
+}
+
+// add hands one entry to the table: its counts at the interface that
+// counted it, then what each other interface saw. The table (DedupIfaces)
+// keeps counting a flow at the interface it first counted it at, so only
+// one of these adds; the rest are duplicates.
+func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
+	var a flow.Aggregate
+	a.Key.SrcAddr, a.Key.DstAddr = k.Src, k.Dst
+	a.Key.IPVersion = 6
+	if isMapped(&k.Src) {
+		a.Key.IPVersion = 4
+	}
+	a.Key.Proto = k.Proto
+	a.Key.SrcPort, a.Key.DstPort = k.Sport, k.Dport
+	a.Key.ICMPType, a.Key.ICMPCode = k.IcmpType, k.IcmpCode
+	a.First = int64(v.FirstNs) + s.monoOff
+	a.Time = int64(v.LastNs) + s.monoOff
+	a.TCPFlags = uint8(v.Marks)
+	switch {
+	case v.Marks&(1<<8) != 0:
+		a.Role = flow.RoleInitiator
+	case v.Marks&(2<<8) != 0:
+		a.Role = flow.RoleResponder
+	}
+	a.Packets, a.Bytes = uint32(min(v.Packets, 1<<32-1)), v.Bytes
+	a.Iface = s.iface(v.Netns, v.Ifindex)
+	s.table.UpdateAggregate(&a)
+	for i := range v.Other {
+		o := &v.Other[i]
+		if o.Ifindex == 0 || o.Packets == 0 {
+			continue
+		}
+		a.Packets, a.Bytes = uint32(min(o.Packets, 1<<32-1)), o.Bytes
+		a.Iface = s.iface(o.Netns, o.Ifindex)
+		s.table.UpdateAggregate(&a)
+	}
+}
+
+// iface is the flow.Ifaces index of an interface the programs saw.
+func (s *Source) iface(netns uint64, ifindex uint32) uint16 {
+	if i, ok := s.ifaces[ifKey{netns, ifindex}]; ok {
+		return i
+	}
+	return s.names.Index(fmt.Sprintf("if%d", ifindex))
+}
+
+// spillRecord adds one overflow-ring packet to the ring's aggregate as
+// the kernel would have added it to the map.
+func (s *Source) spillRecord(raw []byte) {
+	s.stats.RingRead++ // only Run writes it; Stats reads it under mu after a drain
+	if len(raw) < int(unsafe.Sizeof(flowOverflowRec{})) {
+		return
+	}
+	r := (*flowOverflowRec)(unsafe.Pointer(&raw[0])) // the kernel wrote it in this layout; ring samples are 8-byte aligned
+	v := s.spill[r.Key]
+	if v == nil {
+		if n := len(s.free); n > 0 {
+			v, s.free = s.free[n-1], s.free[:n-1]
+			*v = flowFlowVal{}
+		} else {
+			v = new(flowFlowVal)
+		}
+		v.FirstNs, v.LastNs = r.Ts, r.Ts
+		v.Netns, v.Ifindex, v.Egress = r.Netns, r.Ifindex, r.Egress
+		s.spill[r.Key] = v
+	}
+	if v.Ifindex != r.Ifindex || v.Netns != r.Netns {
+		for i := range v.Other {
+			o := &v.Other[i]
+			if o.Ifindex == 0 {
+				o.Netns, o.Ifindex = r.Netns, r.Ifindex
+			}
+			if o.Ifindex == r.Ifindex && o.Netns == r.Netns {
+				o.Packets++
+				o.Bytes += uint64(r.Len)
+				return
+			}
+		}
+		if v.Nother < 255 {
+			v.Nother++
+		}
+		return
+	}
+	v.Packets++
+	v.Bytes += uint64(r.Len)
+	v.FirstNs = min(v.FirstNs, r.Ts)
+	v.LastNs = max(v.LastNs, r.Ts)
+	v.Marks |= uint32(r.Flags) | uint32(r.Role)<<8
+}
+
+func isMapped(a *[16]byte) bool {
+	return a[0]|a[1]|a[2]|a[3]|a[4]|a[5]|a[6]|a[7]|a[8]|a[9] == 0 && a[10] == 0xff && a[11] == 0xff
+}
+
+// wallMinusMono is the offset from CLOCK_MONOTONIC (bpf_ktime_get_ns) to
+// the wall clock.
+func wallMinusMono() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Now().UnixNano() - ts.Nano()
+}
+
+// readCounters sums the per-CPU counters into s.stats; s.mu is held.
+func (s *Source) readCounters() {
+	var per []uint64
+	for i := range uint32(cntMax) {
+		if err := s.counters.Lookup(i, &per); err != nil {
+			continue
+		}
+		var sum uint64
+		for _, v := range per {
+			sum += v
+		}
+		s.cnt[i] = sum
+	}
+	c, st := &s.cnt, &s.stats
+	st.Packets, st.NotIP, st.Duplicates, st.SampledOut = c[cntPackets], c[cntNotIP], c[cntDup], c[cntSampledOut]
+	st.MapInserts = c[cntInserts]
+	st.InsertE2BIG, st.InsertENOMEM, st.InsertOther = c[cntInsertE2BIG], c[cntInsertENOMEM], c[cntInsertOther]
+	st.Ring, st.Lost = c[cntRing], c[cntLost]
+	st.FragFirst, st.FragFound, st.FragMissing = c[cntFragFirst], c[cntFragFound], c[cntFragMissing]
+}
