@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -28,19 +27,10 @@ func (s *Source) evict(reason int) error {
 	s.monoOff = wallMinusMono()
 	n, err := s.drain(old)
 	el := time.Since(start)
-	spilled := len(s.spill)
-	for k, v := range s.spill {
-		s.add(&k, v)
-		s.free = append(s.free, v)
-	}
-	clear(s.spill)
+	s.takeSpill(reason)
 	s.mu.Lock()
 	s.stats.Evictions[SourceHashmap][reason]++
 	s.stats.Evicted[SourceHashmap][reason] += uint64(n)
-	if spilled > 0 {
-		s.stats.Evictions[SourceRingbuf][reason]++
-		s.stats.Evicted[SourceRingbuf][reason] += uint64(spilled)
-	}
 	s.stats.EvictTime += el
 	s.stats.EvictLast = el
 	b := len(EvictBuckets)
@@ -135,50 +125,6 @@ func (s *Source) iface(netns uint64, ifindex uint32) uint16 {
 		return i
 	}
 	return s.names.Index(fmt.Sprintf("if%d", ifindex))
-}
-
-// spillRecord adds one overflow-ring packet to the ring's aggregate as
-// the kernel would have added it to the map.
-func (s *Source) spillRecord(raw []byte) {
-	s.stats.RingRead++ // only Run writes it; Stats reads it under mu after a drain
-	if len(raw) < int(unsafe.Sizeof(flowOverflowRec{})) {
-		return
-	}
-	r := (*flowOverflowRec)(unsafe.Pointer(&raw[0])) // the kernel wrote it in this layout; ring samples are 8-byte aligned
-	v := s.spill[r.Key]
-	if v == nil {
-		if n := len(s.free); n > 0 {
-			v, s.free = s.free[n-1], s.free[:n-1]
-			*v = flowFlowVal{}
-		} else {
-			v = new(flowFlowVal)
-		}
-		v.FirstNs, v.LastNs = r.Ts, r.Ts
-		v.Netns, v.Ifindex, v.Egress = r.Netns, r.Ifindex, r.Egress
-		s.spill[r.Key] = v
-	}
-	if v.Ifindex != r.Ifindex || v.Netns != r.Netns {
-		for i := range v.Other {
-			o := &v.Other[i]
-			if o.Ifindex == 0 {
-				o.Netns, o.Ifindex = r.Netns, r.Ifindex
-			}
-			if o.Ifindex == r.Ifindex && o.Netns == r.Netns {
-				o.Packets++
-				o.Bytes += uint64(r.Len)
-				return
-			}
-		}
-		if v.Nother < 255 {
-			v.Nother++
-		}
-		return
-	}
-	v.Packets++
-	v.Bytes += uint64(r.Len)
-	v.FirstNs = min(v.FirstNs, r.Ts)
-	v.LastNs = max(v.LastNs, r.Ts)
-	v.Marks |= uint32(r.Flags) | uint32(r.Role)<<8
 }
 
 func isMapped(a *[16]byte) bool {

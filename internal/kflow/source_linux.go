@@ -65,11 +65,8 @@ type Source struct {
 	vals     []flowFlowVal
 	batchOK  bool
 	monoOff  int64 // wall clock − CLOCK_MONOTONIC, ns
-	// spill aggregates the overflow ring's packets as the kernel map would
-	// (bounded at MaxFlows entries); drained with the map.
-	spill map[flowFlowKey]*flowFlowVal
-	free  []*flowFlowVal // spill values to reuse
-	cnt   [cntMax]uint64 // kernel counters, summed over CPUs
+	sp       spill          // the overflow ring's aggregate
+	cnt      [cntMax]uint64 // kernel counters, summed over CPUs
 
 	mu    sync.Mutex
 	stats Stats
@@ -100,7 +97,8 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	flows.MaxEntries = uint32(c.MaxFlows)
 	delete(spec.Maps, "flows") // only its shape is needed; the two maps are made below
 	spec.Maps["active"].InnerMap = flows
-	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}, spill: map[flowFlowKey]*flowFlowVal{}}
+	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}}
+	s.sp.init(min(c.MaxFlows, maxSpill))
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, fmt.Errorf("kflow: loading the programs: %w", err)
@@ -221,8 +219,10 @@ func netnsCookie() (uint64, error) {
 }
 
 // Run attaches the programs, drains the kernel map every EvictInterval
-// (sooner when it overflows), reads the overflow ring in between and, when
-// ctx ends, detaches everything, drains a last time and flushes the table.
+// (sooner when it overflows) and, when ctx ends, detaches everything,
+// drains a last time and flushes the table. The overflow ring is read by
+// a goroutine of its own, so that a drain (which waits for an RCU grace
+// period) never keeps it from being read.
 func (s *Source) Run(ctx context.Context) error {
 	defer s.Close()
 	if err := s.attach(); err != nil {
@@ -231,68 +231,82 @@ func (s *Source) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.stats.Ifaces = len(s.ifaces)
 	s.mu.Unlock()
+	readErr := make(chan error, 1)
 	if s.ring != nil {
-		stop := context.AfterFunc(ctx, func() { s.ring.Flush() }) // wakes ReadInto
-		defer stop()
+		go func() { readErr <- s.readRing() }()
 	}
 	// An overflow drain comes at most this often: the swap waits for an
 	// RCU grace period, and a flood must not turn into back-to-back drains.
 	minGap := max(s.cfg.EvictInterval/10, 10*time.Millisecond)
 	last := time.Now()
-	next, reason := last.Add(s.cfg.EvictInterval), ReasonTimer
-	var rec ringbuf.Record
-	for ctx.Err() == nil {
-		if s.ring == nil {
-			select {
-			case <-ctx.Done():
-				continue
-			case <-time.After(time.Until(next)):
+	reason := ReasonTimer
+	timer := time.NewTimer(s.cfg.EvictInterval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return s.shutdown(readErr)
+		case err := <-readErr:
+			s.stopRing(nil)
+			return err
+		case <-s.sp.pressure:
+			if s.sp.full() {
+				s.takeSpill(ReasonFull) // the aggregate is full: into the table now
+				s.flush()
 			}
-		} else {
-			s.ring.SetDeadline(next)
-			err := s.ring.ReadInto(&rec)
-			switch {
-			case err == nil:
-				s.spillRecord(rec.RawSample)
-				if reason == ReasonTimer {
-					// The map is full: drain early (it needs the room), but not
-					// before minGap since the last drain.
-					if early := last.Add(minGap); early.Before(next) {
-						next, reason = early, ReasonFull
-					}
-				}
-				if len(s.spill) < s.cfg.MaxFlows {
-					continue
-				}
-				reason = ReasonFull // the aggregate is full: drain now
-			case errors.Is(err, ringbuf.ErrFlushed):
-				continue // ctx ended
-			case !errors.Is(err, os.ErrDeadlineExceeded):
-				return fmt.Errorf("kflow: reading the overflow ring: %w", err)
+			if reason == ReasonTimer {
+				// The map is full: drain it early, but not before minGap since the last drain.
+				reason = ReasonFull
+				timer.Reset(time.Until(last.Add(minGap)))
 			}
+			continue
+		case <-timer.C:
 		}
 		if err := s.evict(reason); err != nil {
+			s.stopRing(readErr)
 			return err
 		}
 		s.table.Expire(time.Now().UnixNano())
 		s.flush()
-		last = time.Now()
-		next, reason = last.Add(s.cfg.EvictInterval), ReasonTimer
+		last, reason = time.Now(), ReasonTimer
+		timer.Reset(s.cfg.EvictInterval)
 	}
-	for _, l := range s.links { // nothing new arrives while the last drain runs
+}
+
+// shutdown detaches the programs, reads what is left in the ring, drains
+// the map a last time and flushes the table.
+func (s *Source) shutdown(readErr chan error) error {
+	for _, l := range s.links { // nothing new arrives from here on
 		l.Close()
 	}
 	s.links = nil
-	if s.ring != nil { // what is still in the ring
-		s.ring.SetDeadline(time.Now())
-		for s.ring.ReadInto(&rec) == nil {
-			s.spillRecord(rec.RawSample)
-		}
+	err := s.stopRing(readErr)
+	if e := s.evict(ReasonShutdown); err == nil {
+		err = e
 	}
-	err := s.evict(ReasonShutdown)
 	s.table.Flush(flow.ReasonShutdown)
 	s.flush()
 	return err
+}
+
+// stopRing makes the ring reader read what is in the ring and return, and
+// waits for it (readErr nil: it has returned already).
+func (s *Source) stopRing(readErr chan error) error {
+	if s.ring == nil || readErr == nil {
+		return nil
+	}
+	s.sp.stopping.Store(true)
+	s.ring.Flush()
+	for {
+		select {
+		case err := <-readErr:
+			return err
+		case <-s.sp.pressure:
+			if s.sp.full() {
+				s.takeSpill(ReasonShutdown)
+			}
+		}
+	}
 }
 
 // flush hands the pending records to the sink.
