@@ -64,7 +64,7 @@ type Source struct {
 	keys     []flowFlowKey // drain buffers, reused
 	vals     []flowFlowVal
 	batchOK  bool
-	monoOff  int64 // wall clock − CLOCK_MONOTONIC, ns
+	monoOff  int64          // wall clock − CLOCK_MONOTONIC, ns
 	sp       spill          // the overflow ring's aggregate
 	cnt      [cntMax]uint64 // kernel counters, summed over CPUs
 
