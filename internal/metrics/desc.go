@@ -5,8 +5,8 @@
 // publish snapshots; a [Collector] reads those snapshots at scrape time and
 // writes samples through a [Writer]. A [Registry] holds the collectors,
 // renders them (families sorted by name, one # HELP and # TYPE each) and
-// serves them over HTTP. Only counters and gauges exist: no histograms or
-// summaries.
+// serves them over HTTP. Counters, gauges and histograms exist (histograms
+// whose buckets the collector counts itself); no summaries.
 //
 // Every mistake a collector can make at scrape time (wrong number of label
 // values, a Desc it never described, the same series twice, label values that
@@ -31,6 +31,10 @@ const (
 	Counter Type = iota + 1
 	// Gauge is a value that can go up and down.
 	Gauge
+	// Histogram is a distribution of observations into buckets, written
+	// with Writer.Histogram as name_bucket{le=...}, name_sum and
+	// name_count. Its name must not end in _total, and "le" is not a label.
+	Histogram
 )
 
 // String returns the type's name as written on a # TYPE line.
@@ -40,6 +44,8 @@ func (t Type) String() string {
 		return "counter"
 	case Gauge:
 		return "gauge"
+	case Histogram:
+		return "histogram"
 	}
 	return fmt.Sprintf("type(%d)", int(t))
 }
@@ -53,7 +59,7 @@ type Desc struct {
 	Name string
 	// Help is a one-line description (valid UTF-8, not empty).
 	Help string
-	// Type is Counter or Gauge.
+	// Type is Counter, Gauge or Histogram.
 	Type Type
 	// Labels are the label names, in the order Writer.Sample takes their
 	// values: [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__", no repeats.
@@ -78,8 +84,17 @@ func (d *Desc) validate() error {
 			return fmt.Errorf("counter %s: name must end in _total", d.Name)
 		}
 	case Gauge:
+	case Histogram:
+		if strings.HasSuffix(d.Name, "_total") {
+			return fmt.Errorf("histogram %s: name must not end in _total", d.Name)
+		}
+		for _, l := range d.Labels {
+			if l == "le" {
+				return fmt.Errorf("histogram %s: le is not a label name it may use", d.Name)
+			}
+		}
 	default:
-		return fmt.Errorf("%s: unknown type %d (want Counter or Gauge)", d.Name, int(d.Type))
+		return fmt.Errorf("%s: unknown type %d (want Counter, Gauge or Histogram)", d.Name, int(d.Type))
 	}
 	if d.Help == "" {
 		return fmt.Errorf("%s: empty help", d.Name)

@@ -126,7 +126,7 @@ func TestRegisterValidation(t *testing.T) {
 		{Name: "requests", Help: "h", Type: Counter},
 		{Name: "requests_totals", Help: "h", Type: Counter},
 		{Name: "x", Help: "h", Type: 0},
-		{Name: "x", Help: "h", Type: 3},
+		{Name: "x", Help: "h", Type: 4},
 		{Name: "x", Help: "", Type: Gauge},
 		{Name: "x", Help: "bad \xff utf-8", Type: Gauge},
 		{Name: "x", Help: "h", Type: Gauge, Labels: []string{"__reserved"}},
@@ -350,5 +350,54 @@ func TestZeroRegistry(t *testing.T) {
 	w.Sample(d, 1) // a Writer not from a Registry: counted, no panic
 	if w.errs[reasonUnregistered] != 1 {
 		t.Errorf("zero Writer: unregistered = %d, want 1", w.errs[reasonUnregistered])
+	}
+}
+
+// TestHistogram: buckets are cumulative, +Inf equals _count, the text
+// parses back, and misuse is counted rather than rendered.
+func TestHistogram(t *testing.T) {
+	h := &Desc{Name: "x_seconds", Help: "x.", Type: Histogram, Labels: []string{"src"}}
+	c := &funcCollector{descs: []*Desc{h}, collect: func(w *Writer) {
+		w.Histogram(h, []float64{0.5, 1}, []uint64{2, 3, 1}, 4.25, "a")
+		w.Histogram(h, []float64{0.5, 1}, []uint64{2, 3}, 1, "b")    // wrong length
+		w.Histogram(h, []float64{0.5, 1}, []uint64{0, 0, 0}, 0, "a") // same series again
+		w.Sample(h, 1, "c")                                           // not a sample
+	}}
+	r := NewRegistry()
+	if err := r.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := r.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"# TYPE x_seconds histogram\n",
+		`x_seconds_bucket{src="a",le="0.5"} 2` + "\n",
+		`x_seconds_bucket{src="a",le="1"} 5` + "\n",
+		`x_seconds_bucket{src="a",le="+Inf"} 6` + "\n",
+		`x_seconds_sum{src="a"} 4.25` + "\n",
+		`x_seconds_count{src="a"} 6` + "\n",
+		`weir_metrics_errors_total{reason="label_count"} 2` + "\n",
+		`weir_metrics_errors_total{reason="duplicate"} 1` + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `src="b"`) || strings.Contains(out, `src="c"`) {
+		t.Errorf("a bad series was rendered:\n%s", out)
+	}
+	if _, err := ParseText(strings.NewReader(out)); err != nil {
+		t.Errorf("does not parse: %v", err)
+	}
+	for _, bad := range []*Desc{
+		{Name: "y_total", Help: "y.", Type: Histogram},
+		{Name: "y", Help: "y.", Type: Histogram, Labels: []string{"le"}},
+	} {
+		if bad.validate() == nil {
+			t.Errorf("%+v validated", bad)
+		}
 	}
 }

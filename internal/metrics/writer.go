@@ -69,16 +69,67 @@ func (w *Writer) Sample(d *Desc, v float64, labelValues ...string) {
 		return
 	}
 	f := &w.fams[i]
-	if len(labelValues) != len(f.labels) {
+	if len(labelValues) != len(f.labels) || d.Type == Histogram {
 		w.errs[reasonLabelCount]++
 		return
 	}
+	if !w.once(f, labelValues) {
+		return
+	}
+	f.buf = appendSample(f.buf, f.name, f.labels, labelValues, v)
+}
+
+// Histogram writes one series of the histogram family d: counts[i] is
+// the number of observations in bucket i (not cumulative), where bucket i
+// holds values ≤ bounds[i] and above bounds[i-1]; counts has one more
+// element than bounds, the +Inf bucket. sum is the sum of all
+// observations. Errors are counted as for Sample; so is a counts slice of
+// the wrong length (label_count) or a Desc that is not a Histogram.
+func (w *Writer) Histogram(d *Desc, bounds []float64, counts []uint64, sum float64, labelValues ...string) {
+	if w == nil {
+		return
+	}
+	i, ok := w.index[d]
+	if !ok || d.Type != Histogram {
+		w.errs[reasonUnregistered]++
+		return
+	}
+	f := &w.fams[i]
+	if len(labelValues) != len(f.labels) || len(counts) != len(bounds)+1 {
+		w.errs[reasonLabelCount]++
+		return
+	}
+	if !w.once(f, labelValues) {
+		return
+	}
+	labels := append(f.labels[:len(f.labels):len(f.labels)], "le")
+	values := append(labelValues[:len(labelValues):len(labelValues)], "")
+	var cum uint64
+	var le []byte
+	for j, c := range counts {
+		cum += c
+		le = le[:0]
+		if j < len(bounds) {
+			le = appendValue(le, bounds[j])
+		} else {
+			le = append(le, "+Inf"...)
+		}
+		values[len(values)-1] = string(le)
+		f.buf = appendSample(f.buf, f.name+"_bucket", labels, values, float64(cum))
+	}
+	f.buf = appendSample(f.buf, f.name+"_sum", f.labels, labelValues, sum)
+	f.buf = appendSample(f.buf, f.name+"_count", f.labels, labelValues, float64(cum))
+}
+
+// once checks a series' label values and that it was not written before
+// in this scrape, counting the error if either fails.
+func (w *Writer) once(f *family, labelValues []string) bool {
 	w.h.Reset()
 	w.h.WriteString(f.name)
 	for _, lv := range labelValues {
 		if !utf8.ValidString(lv) {
 			w.errs[reasonInvalidUTF8]++
-			return
+			return false
 		}
 		w.h.WriteByte(0xff) // never occurs in UTF-8: separates values unambiguously
 		w.h.WriteString(lv)
@@ -86,10 +137,10 @@ func (w *Writer) Sample(d *Desc, v float64, labelValues ...string) {
 	sum := w.h.Sum64()
 	if _, dup := w.seen[sum]; dup {
 		w.errs[reasonDuplicate]++
-		return
+		return false
 	}
 	w.seen[sum] = struct{}{}
-	f.buf = appendSample(f.buf, f.name, f.labels, labelValues, v)
+	return true
 }
 
 // fail counts an error of the given reason (for the built-in collectors).
