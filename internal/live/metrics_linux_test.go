@@ -10,6 +10,7 @@ import (
 
 	flowcollector "github.com/weir-dev/weir/internal/collector"
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/kflow"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
@@ -45,7 +46,8 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := metrics.NewRegistry()
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector()} {
+	ebpf := kflow.Collector(func() kflow.Stats { return kflow.Stats{} }) // weir capture --source ebpf; its queues are live's
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}
@@ -55,11 +57,11 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := map[string]string{} // name → type, from "| `name` | type |" rows
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_:]+)` \\| (counter|gauge) \\|").FindAllStringSubmatch(string(doc), -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_:]+)` \\| (counter|gauge|histogram) \\|").FindAllStringSubmatch(string(doc), -1) {
 		rows[m[1]] = m[2]
 	}
 	for _, d := range reg.Descs() {
-		typ := map[metrics.Type]string{metrics.Counter: "counter", metrics.Gauge: "gauge"}[d.Type]
+		typ := map[metrics.Type]string{metrics.Counter: "counter", metrics.Gauge: "gauge", metrics.Histogram: "histogram"}[d.Type]
 		got, ok := rows[d.Name]
 		switch {
 		case !ok:
