@@ -28,6 +28,9 @@ const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127
   # Interfaces by pattern (picked up as they appear), for one minute
   sudo weir capture -i '/^veth/' --duration 1m
 
+  # Count flows in the kernel (eBPF, TCX) on every veth, here and in namespace pod1
+  sudo weir capture --source ebpf -i '/^veth/' --netns pod1 --ebpf-max-flows 200000 --stats
+
   # Top 20 flows of a capture file (pcap or pcapng), by bytes
   weir capture --read trace.pcapng
 
@@ -61,7 +64,13 @@ flow in the table is flushed before weir exits.
 Live capture (-i) reads AF_PACKET rings and needs root or CAP_NET_RAW (plus
 CAP_NET_ADMIN for the kernel filter). A packet seen on several captured
 interfaces (both ends of a veth, a bridge and its port, routed in and out) is
-counted once: each direction of a flow at the interface that saw it first.`, captureExamples)
+counted once: each direction of a flow at the interface that saw it first.
+
+With --source ebpf, TCX programs on the selected interfaces count packets
+into a kernel map (--ebpf-max-flows entries), drained every
+--ebpf-evict-interval into the same flow table; packets the map has no room
+for reach user space through a ring and are counted by the same rule. It
+needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).`, captureExamples)
 	o.live.flags(fs)
 	o.sinks.flags(fs)
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")

@@ -38,6 +38,7 @@ type liveOpts struct {
 	duration      time.Duration
 	queueDepth    int
 	cpuProfile    string
+	ebpf          ebpfOpts
 }
 
 func (l *liveOpts) flags(fs *flag.FlagSet) {
@@ -54,6 +55,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.duration, "duration", 0, "stop live capture after this long, as on SIGTERM (0: run until interrupted)")
 	fs.StringVar(&l.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the capture to `file` (for go tool pprof)")
 	fs.IntVar(&l.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
+	l.ebpf.flags(fs)
 }
 
 // set reports whether any live-only flag was given.
@@ -61,7 +63,8 @@ func (l *liveOpts) set(fs *flag.FlagSet) bool {
 	any := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "metrics-addr", "metrics-public", "interval", "duration", "queue-depth":
+		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "metrics-addr", "metrics-public", "interval", "duration", "queue-depth",
+			"source", "ebpf-max-flows", "ebpf-evict-interval", "ebpf-ring-size", "sampling", "sample-flows", "netns":
 			any = true
 		}
 	})
@@ -160,6 +163,16 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 	}
 	if l.duration < 0 || l.interval < 0 || l.queueDepth < 1 {
 		return fail("--duration and --interval must not be negative, --queue-depth at least 1")
+	}
+	switch l.ebpf.source {
+	case "ebpf":
+		return runEBPF(o, sel, stderr)
+	case "afpacket":
+		if msg := l.ebpf.afpacketConflict(); msg != "" {
+			return fail("%s", msg)
+		}
+	default:
+		return fail("--source must be afpacket or ebpf, got %q", l.ebpf.source)
 	}
 	cfg := live.Config{
 		Select:  sel,

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/kflow"
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/netdev"
+	"github.com/weir-dev/weir/internal/sink"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+)
+
+// ebpfOpts are the flags of the eBPF source (weir capture --source ebpf).
+type ebpfOpts struct {
+	source      string
+	maxFlows    int
+	evict       time.Duration
+	ringSize    sizeFlag
+	noRing      bool
+	sampling    int
+	sampleFlows bool
+	netns       listFlag
+	fs          *flag.FlagSet
+}
+
+func (e *ebpfOpts) flags(fs *flag.FlagSet) {
+	e.fs = fs
+	e.ringSize = kflow.DefaultRingSize
+	fs.StringVar(&e.source, "source", "afpacket", "live capture `source`: afpacket (packet rings, decoded in user space) or ebpf (TCX programs aggregate flows in the kernel)")
+	fs.IntVar(&e.maxFlows, "ebpf-max-flows", kflow.DefaultMaxFlows, "--source ebpf: entries of each of the two kernel flow maps (flows between two drains); more overflow to the ring")
+	fs.DurationVar(&e.evict, "ebpf-evict-interval", kflow.DefaultEvictInterval, "--source ebpf: drain the kernel flow map this often (it must be shorter than --idle-timeout)")
+	fs.Var(&e.ringSize, "ebpf-ring-size", "--source ebpf: overflow ring `size` (power of two: 256KiB, 1MiB, 4MiB) for packets the map has no room for")
+	fs.BoolVar(&e.noRing, "ebpf-no-ring", false, "--source ebpf: no overflow ring; packets the full map cannot take are only counted (weir_ebpf_lost_packets_total)")
+	fs.IntVar(&e.sampling, "sampling", 1, "--source ebpf: count 1 packet in `N`, chosen by a hash of its content (alike at every interface)")
+	fs.BoolVar(&e.sampleFlows, "sample-flows", false, "--source ebpf: with --sampling, choose whole flows (both directions) by hash instead of packets")
+	fs.Var(&e.netns, "netns", "--source ebpf: also watch the -i interfaces of the network namespace `name` (/run/netns/name, or a path); repeatable. Its interfaces are named name/iface in records")
+}
+
+// afpacketConflict names the eBPF flags given without --source ebpf.
+func (e *ebpfOpts) afpacketConflict() string {
+	var set []string
+	e.fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "ebpf-") || f.Name == "sampling" || f.Name == "sample-flows" || f.Name == "netns" {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return ""
+	}
+	return strings.Join(set, ", ") + " need --source ebpf"
+}
+
+// ebpfConflict names the AF_PACKET-only flags given with --source ebpf.
+func (e *ebpfOpts) ebpfConflict() string {
+	var set []string
+	e.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "workers", "filter", "ring-block-size", "ring-blocks", "interval":
+			set = append(set, "--"+f.Name)
+		}
+	})
+	if len(set) == 0 {
+		return ""
+	}
+	return strings.Join(set, ", ") + " do not apply to --source ebpf"
+}
+
+// runEBPF runs the eBPF source until a signal or --duration.
+func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
+	l, e := &o.live, &o.live.ebpf
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
+		o.sinks.close()
+		return exitUsage
+	}
+	if msg := e.ebpfConflict(); msg != "" {
+		return fail("%s", msg)
+	}
+	if e.maxFlows < 1 || e.evict <= 0 || e.sampling < 1 {
+		return fail("--ebpf-max-flows and --sampling must be at least 1, --ebpf-evict-interval positive")
+	}
+	cfg := kflow.Config{
+		Select:        sel,
+		MaxFlows:      e.maxFlows,
+		EvictInterval: e.evict,
+		Table:         flow.Config{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger},
+		Sampling:      e.sampling,
+		SampleFlows:   e.sampleFlows,
+		RingSize:      int(e.ringSize),
+		Logf: func(format string, args ...any) {
+			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
+		},
+	}
+	if e.noRing {
+		cfg.RingSize = -1
+	}
+	if len(e.netns) > 0 {
+		cfg.Netns = []kflow.Netns{{Do: func(fn func() error) error { return fn() }}}
+		for _, n := range e.netns {
+			path := netdev.NetnsPath(n)
+			cfg.Netns = append(cfg.Netns, kflow.Netns{Name: n, Do: func(fn func() error) error { return netdev.InNetns(path, fn) }})
+		}
+	}
+	out, queues := o.sinks.queued(l.queueDepth)
+	src, err := kflow.New(cfg, out)
+	if err != nil {
+		out.Close()
+		fmt.Fprintf(stderr, "weir capture: %v\n", err)
+		if errors.Is(err, kflow.ErrConfig) {
+			return exitUsage
+		}
+		return ebpfPrivilege(stderr, err)
+	}
+	if l.metricsAddr != "off" {
+		reg := metrics.NewRegistry()
+		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), kflow.Collector(src.Stats), sink.QueueCollector(queues...)}
+		for _, col := range append(cols, o.sinks.collectors()...) {
+			if err := reg.Register(col); err != nil {
+				src.Close()
+				out.Close()
+				return fail("metrics: %v", err)
+			}
+		}
+		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
+		if err != nil {
+			src.Close()
+			out.Close()
+			if errors.Is(err, syscall.EADDRINUSE) {
+				fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
+				return exitFailure
+			}
+			return fail("--metrics-addr: %v", err)
+		}
+		srv := metrics.Serve(ln, reg)
+		defer srv.Close()
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if l.duration > 0 {
+		ctx, cancel = context.WithTimeout(ctx, l.duration)
+		defer cancel()
+	}
+	go func() { // say when attached
+		for t := time.NewTicker(20 * time.Millisecond); ctx.Err() == nil; <-t.C {
+			if n := src.Stats().Ifaces; n > 0 {
+				fmt.Fprintf(stderr, "weir capture: eBPF programs on %d interfaces matching %s; kernel maps of %s flows, drained every %s\n",
+					n, sel, stdout.Count(uint64(e.maxFlows)), e.evict)
+				t.Stop()
+				return
+			}
+		}
+	}()
+	runErr := src.Run(ctx)
+	cancel()
+	closeErr := out.Close()
+	if o.stats {
+		st := src.Stats()
+		printEBPFStats(stderr, &st, queues)
+		o.sinks.printStats(stderr)
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "weir capture: %v\n", runErr)
+		return ebpfPrivilege(stderr, runErr)
+	}
+	if closeErr != nil {
+		fmt.Fprintf(stderr, "weir capture: %v\n", closeErr)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// ebpfPrivilege explains a permission error and returns exitFailure.
+func ebpfPrivilege(stderr io.Writer, err error) int {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+		fmt.Fprintf(stderr, "weir capture: the eBPF source needs root or CAP_BPF, CAP_NET_ADMIN and CAP_PERFMON\n")
+	}
+	return exitFailure
+}
+
+// printEBPFStats prints the eBPF source's counters.
+func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
+	n := stdout.Count
+	fmt.Fprintf(w, "ebpf        %d interfaces; %s packets, %s duplicates, %s not IP, %s sampled out\n",
+		st.Ifaces, n(st.Packets), n(st.Duplicates), n(st.NotIP), n(st.SampledOut))
+	fmt.Fprintf(w, "kernel map  %s entries of %s now; %s inserts; full: %s packets (ENOMEM %s, other %s)\n",
+		n(st.Occupancy()), n(uint64(st.Capacity)), n(st.MapInserts), n(st.InsertE2BIG), n(st.InsertENOMEM), n(st.InsertOther))
+	fmt.Fprintf(w, "overflow    %s packets through the ring, %s read, %s lost\n", n(st.Ring), n(st.RingRead), n(st.Lost))
+	for src := range kflow.NumSources {
+		var parts []string
+		for r := range kflow.NumReasons {
+			parts = append(parts, fmt.Sprintf("%s %s (%s flows)", kflow.ReasonNames[r], n(st.Evictions[src][r]), n(st.Evicted[src][r])))
+		}
+		fmt.Fprintf(w, "drains      %-8s %s\n", kflow.SourceNames[src], strings.Join(parts, ", "))
+	}
+	var drains uint64
+	for _, c := range st.EvictHist {
+		drains += c
+	}
+	if drains > 0 {
+		fmt.Fprintf(w, "drain time  %s total, %s mean, %s last; batch deletes %v\n",
+			st.EvictTime.Round(time.Microsecond), (st.EvictTime / time.Duration(drains)).Round(time.Microsecond), st.EvictLast.Round(time.Microsecond), st.BatchDeletes)
+	}
+	fmt.Fprintf(w, "fragments   %s first, %s attributed, %s unattributed\n", n(st.FragFirst), n(st.FragFound), n(st.FragMissing))
+	fmt.Fprintf(w, "records     %s\n", n(st.Records))
+	for _, q := range queues {
+		qs := q.Stats()
+		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped\n", q.Name(), n(qs.Written), n(qs.Dropped))
+	}
+	fmt.Fprintf(w, "memory      max RSS %s\n", stdout.Bytes(maxRSS()))
+}
