@@ -24,6 +24,7 @@ func (s *Source) evict(reason int) error {
 		return fmt.Errorf("kflow: swapping the flow map: %w", err)
 	}
 	s.cur = 1 - s.cur
+	swap := time.Since(start)
 	s.monoOff = wallMinusMono()
 	n, err := s.drain(old)
 	el := time.Since(start)
@@ -33,6 +34,7 @@ func (s *Source) evict(reason int) error {
 	s.stats.Evicted[SourceHashmap][reason] += uint64(n)
 	s.stats.EvictTime += el
 	s.stats.EvictLast = el
+	s.stats.SwapTime += swap
 	b := len(EvictBuckets)
 	for i, le := range EvictBuckets {
 		if el.Seconds() <= le {
@@ -46,30 +48,66 @@ func (s *Source) evict(reason int) error {
 	return err
 }
 
-// drain reads and deletes every entry of m, adding each to the table.
+// drainBatch is the entries read per batch lookup-and-delete (two
+// buffers of it: 2.6 MB).
+const drainBatch = 8192
+
+// drain reads and deletes every entry of m, adding each to the table. A
+// helper goroutine adds one batch to the table while the kernel copies
+// out the next (the Run goroutine does not touch the table meanwhile).
 func (s *Source) drain(m *ebpf.Map) (int, error) {
-	total := 0
-	if s.batchOK {
-		var cursor ebpf.MapBatchCursor
-		for {
-			n, err := m.BatchLookupAndDelete(&cursor, s.keys, s.vals, nil)
-			for i := range n {
-				s.add(&s.keys[i], &s.vals[i])
+	if !s.batchOK {
+		return s.drainPerKey(m)
+	}
+	full := make(chan int)         // buffer index, filled
+	free := make(chan struct{}, 2) // buffers the helper is done with
+	free <- struct{}{}
+	free <- struct{}{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range full {
+			n := len(s.keys[i])
+			for j := range n {
+				s.add(&s.keys[i][j], &s.vals[i][j])
 			}
-			total += n
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				return total, nil
-			}
-			if err != nil {
-				return total, fmt.Errorf("kflow: draining the flow map: %w", err)
-			}
+			free <- struct{}{}
+		}
+	}()
+	total, buf := 0, 0
+	var cursor ebpf.MapBatchCursor
+	var err error
+	for {
+		<-free
+		k, v := s.keys[buf][:cap(s.keys[buf])], s.vals[buf][:cap(s.vals[buf])]
+		var n int
+		n, err = m.BatchLookupAndDelete(&cursor, k, v, nil)
+		s.keys[buf], s.vals[buf] = k[:n], v[:n]
+		total += n
+		full <- buf
+		buf = 1 - buf
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			err = nil
+			break
+		}
+		if err != nil {
+			err = fmt.Errorf("kflow: draining the flow map: %w", err)
+			break
 		}
 	}
-	// Per key: iterate, then delete what was read.
+	close(full)
+	<-done
+	return total, err
+}
+
+// drainPerKey drains m where the kernel has no batch operations: iterate,
+// then delete what was read.
+func (s *Source) drainPerKey(m *ebpf.Map) (int, error) {
 	var k flowFlowKey
 	var v flowFlowVal
 	it := m.Iterate()
-	keys := s.keys[:0]
+	keys := s.keys[0][:0]
+	total := 0
 	for it.Next(&k, &v) {
 		s.add(&k, &v)
 		keys = append(keys, k)
@@ -78,7 +116,7 @@ func (s *Source) drain(m *ebpf.Map) (int, error) {
 	for i := range keys {
 		m.Delete(&keys[i])
 	}
-	s.keys = keys[:cap(keys)]
+	s.keys[0] = keys[:0]
 	return total, it.Err()
 }
 
@@ -87,7 +125,8 @@ func (s *Source) drain(m *ebpf.Map) (int, error) {
 // keeps counting a flow at the interface it first counted it at, so only
 // one of these adds; the rest are duplicates.
 func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
-	var a flow.Aggregate
+	a := &s.agg
+	*a = flow.Aggregate{}
 	a.Key.SrcAddr, a.Key.DstAddr = k.Src, k.Dst
 	a.Key.IPVersion = 6
 	if isMapped(&k.Src) {
@@ -97,7 +136,7 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 	a.Key.SrcPort, a.Key.DstPort = k.Sport, k.Dport
 	a.Key.ICMPType, a.Key.ICMPCode = k.IcmpType, k.IcmpCode
 	a.First = int64(v.FirstNs) + s.monoOff
-	a.Time = int64(v.LastNs) + s.monoOff
+	a.Time = int64(max(v.LastNs, v.FirstNs)) + s.monoOff // last is read from the tick clock: it may lag
 	a.TCPFlags = uint8(v.Marks)
 	switch {
 	case v.Marks&(1<<8) != 0:
@@ -107,7 +146,7 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 	}
 	a.Packets, a.Bytes = uint32(min(v.Packets, 1<<32-1)), v.Bytes
 	a.Iface = s.iface(v.Netns, v.Ifindex)
-	s.table.UpdateAggregate(&a)
+	s.table.UpdateAggregate(a)
 	for i := range v.Other {
 		o := &v.Other[i]
 		if o.Ifindex == 0 || o.Packets == 0 {
@@ -115,16 +154,19 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 		}
 		a.Packets, a.Bytes = uint32(min(o.Packets, 1<<32-1)), o.Bytes
 		a.Iface = s.iface(o.Netns, o.Ifindex)
-		s.table.UpdateAggregate(&a)
+		s.table.UpdateAggregate(a)
 	}
 }
 
 // iface is the flow.Ifaces index of an interface the programs saw.
 func (s *Source) iface(netns uint64, ifindex uint32) uint16 {
-	if i, ok := s.ifaces[ifKey{netns, ifindex}]; ok {
+	k := ifKey{netns, ifindex}
+	if i, ok := s.ifaces[k]; ok {
 		return i
 	}
-	return s.names.Index(fmt.Sprintf("if%d", ifindex))
+	i := s.names.Index(fmt.Sprintf("if%d", ifindex)) // not attached by us (a race with a new interface)
+	s.ifaces[k] = i
+	return i
 }
 
 func isMapped(a *[16]byte) bool {

@@ -89,6 +89,7 @@ const (
 	flowProgWeirFlowEthIngress = "weir_flow_eth_ingress"
 	flowProgWeirFlowIpEgress   = "weir_flow_ip_egress"
 	flowProgWeirFlowIpIngress  = "weir_flow_ip_ingress"
+	flowProgWeirNoop           = "weir_noop"
 	flowVarOverflowRing        = "overflow_ring"
 	flowVarSampleFlows         = "sample_flows"
 	flowVarSampling            = "sampling"
@@ -141,6 +142,7 @@ type flowProgramSpecs struct {
 	WeirFlowEthIngress *ebpf.ProgramSpec `ebpf:"weir_flow_eth_ingress"`
 	WeirFlowIpEgress   *ebpf.ProgramSpec `ebpf:"weir_flow_ip_egress"`
 	WeirFlowIpIngress  *ebpf.ProgramSpec `ebpf:"weir_flow_ip_ingress"`
+	WeirNoop           *ebpf.ProgramSpec `ebpf:"weir_noop"`
 }
 
 // flowMapSpecs contains maps before they are loaded into the kernel.
@@ -219,6 +221,7 @@ type flowPrograms struct {
 	WeirFlowEthIngress *ebpf.Program `ebpf:"weir_flow_eth_ingress"`
 	WeirFlowIpEgress   *ebpf.Program `ebpf:"weir_flow_ip_egress"`
 	WeirFlowIpIngress  *ebpf.Program `ebpf:"weir_flow_ip_ingress"`
+	WeirNoop           *ebpf.Program `ebpf:"weir_noop"`
 }
 
 func (p *flowPrograms) Close() error {
@@ -227,6 +230,7 @@ func (p *flowPrograms) Close() error {
 		p.WeirFlowEthIngress,
 		p.WeirFlowIpEgress,
 		p.WeirFlowIpIngress,
+		p.WeirNoop,
 	)
 }
 

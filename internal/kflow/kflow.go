@@ -68,6 +68,8 @@ type Config struct {
 	// least a page; 0: DefaultRingSize); -1 turns the ring off, so packets
 	// the map has no room for are only counted (Stats.Lost).
 	RingSize int
+
+	noPrealloc bool // flow maps with BPF_F_NO_PREALLOC (benchmarks compare)
 }
 
 // Netns is a network namespace a Source watches.
@@ -194,9 +196,12 @@ type Stats struct {
 	EvictTime time.Duration
 	EvictHist [11]uint64
 	EvictLast time.Duration
-	Capacity  int    // entries per kernel flow map (MaxFlows)
-	Records   uint64 // records handed to the sink
-	Ifaces    int    // interfaces attached (each ingress and egress)
+	// SwapTime is the part of EvictTime spent swapping the maps: the
+	// kernel waits for an RCU grace period there (latency, not CPU).
+	SwapTime time.Duration
+	Capacity int    // entries per kernel flow map (MaxFlows)
+	Records  uint64 // records handed to the sink
+	Ifaces   int    // interfaces attached (each ingress and egress)
 	// BatchDeletes reports that the kernel map supports batch
 	// lookup-and-delete.
 	BatchDeletes bool

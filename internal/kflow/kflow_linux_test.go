@@ -176,7 +176,9 @@ func TestOverflow(t *testing.T) {
 		v6   bool
 	}{{"ipv4", false}, {"ipv6", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{MaxFlows: 1000, EvictInterval: 2 * time.Second, Netns: []Netns{{"a", pr.A.Do}, {"b", pr.B.Do}}}
+			// The ring holds 100,000 records: the sender outruns a reader slowed
+			// ~10× by the race detector (without it, the default 1 MiB loses none).
+			cfg := Config{MaxFlows: 1000, EvictInterval: 2 * time.Second, RingSize: 8 << 20, Netns: []Netns{{"a", pr.A.Do}, {"b", pr.B.Do}}}
 			s, stop := start(t, pr.B, cfg, pr.A.Iface, pr.B.Iface)
 			want := testbed.ManyUDP(t, pr.A, pr.B, tc.v6, 9000, 30000, 20000)
 			recs := stop()

@@ -61,8 +61,9 @@ type Source struct {
 	names    flow.Ifaces
 	table    *flow.Table
 	batch    []flow.Record
-	keys     []flowFlowKey // drain buffers, reused
-	vals     []flowFlowVal
+	keys     [2][]flowFlowKey // drain buffers, reused: the kernel fills one while the table takes the other
+	vals     [2][]flowFlowVal
+	agg      flow.Aggregate // reused by add: the table keeps a pointer to it during the call, so a local would escape
 	batchOK  bool
 	monoOff  int64          // wall clock − CLOCK_MONOTONIC, ns
 	sp       spill          // the overflow ring's aggregate
@@ -93,8 +94,12 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	} else {
 		spec.Maps["overflow"].MaxEntries = uint32(os.Getpagesize()) // unused, but must exist
 	}
+	delete(spec.Programs, "weir_noop") // for benchmarks only
 	flows := spec.Maps["flows"].Copy()
 	flows.MaxEntries = uint32(c.MaxFlows)
+	if c.noPrealloc {
+		flows.Flags |= unix.BPF_F_NO_PREALLOC
+	}
 	delete(spec.Maps, "flows") // only its shape is needed; the two maps are made below
 	spec.Maps["active"].InnerMap = flows
 	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}}
@@ -132,8 +137,9 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 		s.Close()
 		return nil, err
 	}
-	s.keys = make([]flowFlowKey, 4096)
-	s.vals = make([]flowFlowVal, 4096)
+	for i := range s.keys {
+		s.keys[i], s.vals[i] = make([]flowFlowKey, drainBatch), make([]flowFlowVal, drainBatch)
+	}
 	s.batchOK = s.probeBatch()
 	s.stats.BatchDeletes = s.batchOK
 	s.stats.Capacity = c.MaxFlows
@@ -151,7 +157,7 @@ func b2u(b bool) uint32 {
 // probeBatch reports whether the kernel drains hash maps in batches.
 func (s *Source) probeBatch() bool {
 	var cursor ebpf.MapBatchCursor
-	_, err := s.maps[1].BatchLookupAndDelete(&cursor, s.keys[:1], s.vals[:1], nil)
+	_, err := s.maps[1].BatchLookupAndDelete(&cursor, s.keys[0][:1], s.vals[0][:1], nil)
 	return err == nil || errors.Is(err, ebpf.ErrKeyNotExist)
 }
 

@@ -361,7 +361,7 @@ func TestHistogram(t *testing.T) {
 		w.Histogram(h, []float64{0.5, 1}, []uint64{2, 3, 1}, 4.25, "a")
 		w.Histogram(h, []float64{0.5, 1}, []uint64{2, 3}, 1, "b")    // wrong length
 		w.Histogram(h, []float64{0.5, 1}, []uint64{0, 0, 0}, 0, "a") // same series again
-		w.Sample(h, 1, "c")                                           // not a sample
+		w.Sample(h, 1, "c")                                          // not a sample
 	}}
 	r := NewRegistry()
 	if err := r.Register(c); err != nil {

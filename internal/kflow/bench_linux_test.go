@@ -1,0 +1,277 @@
+//go:build linux
+
+package kflow
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/netdev"
+	"github.com/weir-dev/weir/internal/testbed"
+)
+
+// BenchmarkKernel measures what the programs cost per packet, in the
+// kernel: ns/op is the program's run time over its run count as the
+// kernel accounts them (BPF_ENABLE_STATS, kernel.bpf_stats_enabled), not
+// the time of the Go loop, which only sends the packets. Ingress: packets
+// from A arrive at B's interface; egress: B sends them. flows is the number
+// of distinct flows cycled through (64: nearly every packet finds its
+// entry; 16384: a new entry per packet until the map holds them all);
+// noprealloc uses maps made with BPF_F_NO_PREALLOC.
+func BenchmarkKernel(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("eBPF needs root")
+	}
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Skipf("BPF_ENABLE_STATS: %v", err)
+	}
+	defer stats.Close()
+	pr := testbed.NewPair(b)
+	b.Run("noop", func(b *testing.B) { // the floor: an empty program, as the kernel accounts it
+		spec, err := loadFlow()
+		if err != nil {
+			b.Fatal(err)
+		}
+		prog, err := ebpf.NewProgram(spec.Programs["weir_noop"])
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer prog.Close()
+		err = pr.B.Do(func() error {
+			ifc, err := net.InterfaceByName(pr.B.Iface)
+			if err != nil {
+				return err
+			}
+			l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
+			if err != nil {
+				return err
+			}
+			b.Cleanup(func() { l.Close() })
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		kernelCost(b, prog, rawSender(b, pr.A, pr.B), 1)
+	})
+	for _, prealloc := range []bool{true, false} {
+		for _, dir := range []string{"ingress", "egress"} {
+			for _, flows := range []int{64, 16384} {
+				name := fmt.Sprintf("%s/flows=%d", dir, flows)
+				if !prealloc {
+					name += "/noprealloc"
+				}
+				b.Run(name, func(b *testing.B) {
+					from, to := pr.A, pr.B
+					if dir == "egress" {
+						from, to = pr.B, pr.A
+					}
+					s := benchSource(b, pr.B, Config{noPrealloc: !prealloc, EvictInterval: time.Hour, Table: flow.Config{IdleTimeout: 2 * time.Hour}})
+					if err := s.attach(); err != nil {
+						b.Fatal(err)
+					}
+					kernelCost(b, s.coll.Programs["weir_flow_eth_"+dir], rawSender(b, from, to), flows)
+				})
+			}
+		}
+	}
+}
+
+// kernelCost sends b.N packets over flows flows and reports the
+// program's kernel run time per run as ns/op.
+func kernelCost(b *testing.B, prog *ebpf.Program, send func(uint16), flows int) {
+	before, err := prog.Stats()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		send(uint16(20000 + i%flows))
+	}
+	b.StopTimer()
+	after, err := prog.Stats()
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs := after.RunCount - before.RunCount
+	if runs < uint64(b.N) {
+		b.Fatalf("the program ran %d times for %d packets", runs, b.N)
+	}
+	b.ReportMetric(float64(after.Runtime-before.Runtime)/float64(runs), "ns/op")
+	b.ReportMetric(float64(runs)/float64(b.N), "runs/pkt")
+}
+
+// benchSource makes a Source on h's interface without running it.
+func benchSource(b *testing.B, h *testbed.Host, cfg Config) *Source {
+	b.Helper()
+	sel, err := netdev.ParseSelector([]string{h.Iface})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Select, cfg.Netns = sel, []Netns{{Do: h.Do}}
+	s, err := New(cfg, discard{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// rawSender returns a function that sends one UDP packet of 64 payload
+// bytes from `from` to `to`'s port 9 with the given source port, through
+// a raw socket (so the source port is free to choose). A socket on `to`
+// takes them (and drops what it cannot queue), so no ICMP comes back.
+func rawSender(b *testing.B, from, to *testbed.Host) func(sport uint16) {
+	b.Helper()
+	var sfd, rfd int
+	if err := to.Do(func() (err error) {
+		if rfd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		return unix.Bind(rfd, &unix.SockaddrInet4{Port: 9, Addr: to.Addr4.As4()})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := from.Do(func() (err error) {
+		sfd, err = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { unix.Close(sfd); unix.Close(rfd) })
+	pkt := make([]byte, 8+64)
+	binary.BigEndian.PutUint16(pkt[2:], 9)
+	binary.BigEndian.PutUint16(pkt[4:], uint16(len(pkt)))
+	dst := &unix.SockaddrInet4{Addr: to.Addr4.As4()}
+	return func(sport uint16) {
+		binary.BigEndian.PutUint16(pkt[0:], sport) // checksum 0: none (IPv4)
+		if err := unix.Sendto(sfd, pkt, 0, dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEvict measures one drain of a kernel map holding entries
+// flows: the swap (an RCU grace period), batch lookup-and-delete (or
+// per-key iterate and delete: perkey) and adding every entry to the flow
+// table, as a timer drain does. ns/op is one whole drain.
+func BenchmarkEvict(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("eBPF needs root")
+	}
+	pr := testbed.NewPair(b)
+	for _, n := range []int{10_000, 100_000} {
+		for _, batch := range []bool{true, false} {
+			name := fmt.Sprintf("entries=%dk", n/1000)
+			if !batch {
+				name += "/perkey"
+			}
+			b.Run(name, func(b *testing.B) {
+				s := benchSource(b, pr.B, Config{MaxFlows: n, Table: flow.Config{MaxFlows: 4 * n, IdleTimeout: time.Hour}})
+				if batch && !s.batchOK {
+					b.Skip("no batch lookup-and-delete on this kernel")
+				}
+				s.batchOK = batch
+				keys, vals := fillKeys(n)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					b.StopTimer()
+					if _, err := s.maps[s.cur].BatchUpdate(keys, vals, nil); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if err := s.evict(ReasonTimer); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				st := s.Stats()
+				if st.Evicted[SourceHashmap][ReasonTimer] != uint64(n*b.N) {
+					b.Fatalf("drained %d entries, want %d", st.Evicted[SourceHashmap][ReasonTimer], n*b.N)
+				}
+				b.ReportMetric(float64(st.SwapTime.Nanoseconds())/float64(b.N)/1e6, "swap-ms/op")
+				b.ReportMetric(float64((st.EvictTime-st.SwapTime).Nanoseconds())/float64(b.N)/1e6, "drain-ms/op")
+				b.ReportMetric(float64(n), "entries")
+			})
+		}
+	}
+}
+
+// fillKeys makes n distinct IPv4 UDP flow entries.
+func fillKeys(n int) ([]flowFlowKey, []flowFlowVal) {
+	keys, vals := make([]flowFlowKey, n), make([]flowFlowVal, n)
+	now := uint64(time.Now().UnixNano()) // any time: the table only needs them in order
+	for i := range keys {
+		k := &keys[i]
+		src := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).As16()
+		k.Src, k.Dst = src, netip.AddrFrom4([4]byte{10, 255, 0, 1}).As16()
+		k.Sport, k.Dport, k.Proto = uint16(1024+i%60000), 53, 17
+		vals[i] = flowFlowVal{Packets: 3, Bytes: 300, FirstNs: now, LastNs: now, Ifindex: 1}
+	}
+	return keys, vals
+}
+
+// BenchmarkRSS reports the resident memory of a Source with 100,000-entry
+// maps, after one drain of a full map into its table (rss-MB: this test
+// process's VmRSS, an upper bound of the source's own). ns/op is the
+// drain.
+func BenchmarkRSS(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("eBPF needs root")
+	}
+	pr := testbed.NewPair(b)
+	const n = DefaultMaxFlows
+	s := benchSource(b, pr.B, Config{MaxFlows: n, Table: flow.Config{IdleTimeout: time.Hour}})
+	keys, vals := fillKeys(n)
+	idle := vmRSS(b)
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := s.maps[s.cur].BatchUpdate(keys, vals, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := s.evict(ReasonTimer); err != nil {
+			b.Fatal(err)
+		}
+	}
+	keys, vals = nil, nil
+	b.ReportMetric(float64(idle)/(1<<20), "idle-rss-MB")
+	b.ReportMetric(float64(vmRSS(b))/(1<<20), "rss-MB")
+}
+
+// vmRSS reads this process's resident set size.
+func vmRSS(b *testing.B) uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
+
+// discard is a sink that drops every record.
+type discard struct{}
+
+func (discard) Write([]flow.Record) error { return nil }
+func (discard) Close() error              { return nil }
