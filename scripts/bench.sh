@@ -81,6 +81,19 @@ else
 fi
 
 echo
+echo "== eBPF source: kernel cost per packet (BPF run-time stats; noop = an empty program: the accounting's own floor),"
+echo "   drain of 10k/100k entries (swap = RCU grace period, drain = lookup-and-delete + flow table), memory"
+if [ "$(id -u)" = 0 ]; then
+  go test -run '^$' -bench 'BenchmarkKernel' -benchtime 200000x -count "$count" ./internal/kflow >"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkEvict|BenchmarkRSS' -benchmem -benchtime 5x -count "$count" ./internal/kflow >>"$out/kflow.txt"
+  go run ./internal/tools/benchsum "$out"/kflow.txt
+  line=$(bin/weir capture --source ebpf -i lo --ebpf-max-flows 100000 --duration 3s -o none --data-dir off --metrics-addr off --stats 2>&1 | grep '^memory')
+  echo "weir capture --source ebpf --ebpf-max-flows 100000, idle: ${line#memory      }"
+else
+  echo "skipped: needs root for the test hosts and eBPF"
+fi
+
+echo
 echo "== store and query: 10.08M rows (weir bench gendb: 7 days x 288 blocks x 5,000 flows), warm cache, top 10"
 dir=$out/gendb-week
 rm -rf "$dir"

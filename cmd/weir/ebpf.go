@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +39,7 @@ func (e *ebpfOpts) flags(fs *flag.FlagSet) {
 	e.fs = fs
 	e.ringSize = kflow.DefaultRingSize
 	fs.StringVar(&e.source, "source", "afpacket", "live capture `source`: afpacket (packet rings, decoded in user space) or ebpf (TCX programs aggregate flows in the kernel)")
-	fs.IntVar(&e.maxFlows, "ebpf-max-flows", kflow.DefaultMaxFlows, "--source ebpf: entries of each of the two kernel flow maps (flows between two drains); more overflow to the ring")
+	fs.IntVar(&e.maxFlows, "ebpf-max-flows", kflow.DefaultMaxFlows, "--source ebpf: entries of each of the two kernel flow maps (flows between two drains; more overflow to the ring); also the flow table's size unless --max-flows is given")
 	fs.DurationVar(&e.evict, "ebpf-evict-interval", kflow.DefaultEvictInterval, "--source ebpf: drain the kernel flow map this often (it must be shorter than --idle-timeout)")
 	fs.Var(&e.ringSize, "ebpf-ring-size", "--source ebpf: overflow ring `size` (power of two: 256KiB, 1MiB, 4MiB) for packets the map has no room for")
 	fs.BoolVar(&e.noRing, "ebpf-no-ring", false, "--source ebpf: no overflow ring; packets the full map cannot take are only counted (weir_ebpf_lost_packets_total)")
@@ -111,6 +113,11 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 			cfg.Netns = append(cfg.Netns, kflow.Netns{Name: n, Do: func(fn func() error) error { return netdev.InNetns(path, fn) }})
 		}
 	}
+	maxFlowsSet := false
+	e.fs.Visit(func(f *flag.Flag) { maxFlowsSet = maxFlowsSet || f.Name == "max-flows" })
+	if !maxFlowsSet { // the table holds what the kernel map holds; --max-flows overrides
+		cfg.Table.MaxFlows = e.maxFlows
+	}
 	out, queues := o.sinks.queued(l.queueDepth)
 	src, err := kflow.New(cfg, out)
 	if err != nil {
@@ -121,6 +128,9 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		}
 		return ebpfPrivilege(stderr, err)
 	}
+	// Loading parsed the kernel's BTF (for CO-RE): tens of MB that are
+	// garbage now. Hand them back before the table's pages are touched.
+	debug.FreeOSMemory()
 	if l.metricsAddr != "off" {
 		reg := metrics.NewRegistry()
 		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), kflow.Collector(src.Stats), sink.QueueCollector(queues...)}
@@ -216,5 +226,19 @@ func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
 		qs := q.Stats()
 		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped\n", q.Name(), n(qs.Written), n(qs.Dropped))
 	}
-	fmt.Fprintf(w, "memory      max RSS %s\n", stdout.Bytes(maxRSS()))
+	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", stdout.Bytes(rssNow()), stdout.Bytes(maxRSS()))
+}
+
+// rssNow is the process's resident set now (0 where /proc is missing).
+func rssNow() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
 }

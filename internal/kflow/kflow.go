@@ -101,7 +101,7 @@ func (cfg Config) normalize() (Config, error) {
 		c.EvictInterval = DefaultEvictInterval
 	}
 	if c.Table.MaxFlows <= 0 {
-		c.Table.MaxFlows = 2 * c.MaxFlows
+		c.Table.MaxFlows = c.MaxFlows
 	}
 	if c.Table.IdleTimeout == 0 {
 		c.Table.IdleTimeout = flow.DefaultIdleTimeout

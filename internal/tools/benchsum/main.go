@@ -29,6 +29,8 @@ var goals = []goal{
 	{regexp.MustCompile(`^BenchmarkUpdate/flows=1M/`), "ns/op", 100},
 	{regexp.MustCompile(`^BenchmarkUpdate/`), "B/slot", 96},
 	{regexp.MustCompile(`^Benchmark(Update|Decode|Pipeline|Replay|ReadPcap|AppendJSON)`), "allocs/op", 0},
+	{regexp.MustCompile(`^BenchmarkKernel/(ingress|egress)/flows=64$`), "ns/op", 120},
+	{regexp.MustCompile(`^BenchmarkEvict/entries=100k$`), "ns/op", 30e6},
 }
 
 var procSuffix = regexp.MustCompile(`-\d+$`)
