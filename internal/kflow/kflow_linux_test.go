@@ -213,3 +213,49 @@ func TestOverflow(t *testing.T) {
 		})
 	}
 }
+
+// TestSampling: 1 in 4 by flow hash keeps whole flows, exact, and about a
+// quarter of them; 1 in 4 by packet keeps about a quarter of the packets,
+// and with both veth ends watched a packet is chosen at both or neither,
+// so no flow gets more than was sent.
+func TestSampling(t *testing.T) {
+	pr := testbed.NewPair(t)
+	ns := []Netns{{"a", pr.A.Do}, {"b", pr.B.Do}}
+	t.Run("flows", func(t *testing.T) {
+		s, stop := start(t, pr.B, Config{Sampling: 4, SampleFlows: true, Netns: ns}, pr.A.Iface, pr.B.Iface)
+		want := testbed.ManyUDP(t, pr.A, pr.B, false, 9000, 30000, 2000)
+		got := testbed.ByDstPort(stop(), flow.ProtoUDP, pr.B.Addr4, pr.A.Addr4)
+		for port, g := range got {
+			if w, ok := want[port]; !ok || g.RPkts != w[0] || g.RBytes != w[1] {
+				t.Errorf("sampled flow from port %d: %+v, want all of %v", port, g, w)
+			}
+		}
+		if n := len(got); n < 400 || n > 600 {
+			t.Errorf("%d of 2000 flows sampled, want about 500", n)
+		}
+		if st := s.Stats(); st.SampledOut == 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+	t.Run("packets", func(t *testing.T) {
+		s, stop := start(t, pr.B, Config{Sampling: 4, Netns: ns}, pr.A.Iface, pr.B.Iface)
+		want := testbed.ManyUDP(t, pr.A, pr.B, false, 9000, 30000, 4000)
+		got := testbed.ByDstPort(stop(), flow.ProtoUDP, pr.B.Addr4, pr.A.Addr4)
+		var sent, kept uint64
+		for port, w := range want {
+			sent += w[0]
+			if g := got[port]; g != nil {
+				kept += g.RPkts
+				if g.RPkts > w[0] {
+					t.Errorf("flow from port %d: %d packets counted, %d sent", port, g.RPkts, w[0])
+				}
+			}
+		}
+		if kept*4 < sent*8/10 || kept*4 > sent*12/10 {
+			t.Errorf("%d of %d packets kept, want about a quarter", kept, sent)
+		}
+		if st := s.Stats(); st.Duplicates < kept { // each kept packet was chosen at B's end too
+			t.Errorf("%d packets kept but only %d chosen again at the second interface: %+v", kept, st.Duplicates, st)
+		}
+	})
+}
