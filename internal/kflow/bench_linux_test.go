@@ -190,14 +190,7 @@ func BenchmarkEvict(b *testing.B) {
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
-					b.StopTimer()
-					if _, err := s.maps[s.cur].BatchUpdate(keys, vals, nil); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
-					if err := s.evict(ReasonTimer); err != nil {
-						b.Fatal(err)
-					}
+					fillAndDrain(b, s, keys, vals)
 				}
 				b.StopTimer()
 				st := s.Stats()
@@ -209,6 +202,18 @@ func BenchmarkEvict(b *testing.B) {
 				b.ReportMetric(float64(n), "entries")
 			})
 		}
+	}
+}
+
+// fillAndDrain fills the active map (untimed) and drains it (timed).
+func fillAndDrain(b *testing.B, s *Source, keys []flowFlowKey, vals []flowFlowVal) {
+	b.StopTimer()
+	if _, err := s.maps[s.cur].BatchUpdate(keys, vals, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	if err := s.evict(ReasonTimer); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -241,14 +246,7 @@ func BenchmarkRSS(b *testing.B) {
 	keys, vals := fillKeys(n)
 	idle := vmRSS(b)
 	for b.Loop() {
-		b.StopTimer()
-		if _, err := s.maps[s.cur].BatchUpdate(keys, vals, nil); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		if err := s.evict(ReasonTimer); err != nil {
-			b.Fatal(err)
-		}
+		fillAndDrain(b, s, keys, vals)
 	}
 	keys, vals = nil, nil
 	b.ReportMetric(float64(idle)/(1<<20), "idle-rss-MB")
