@@ -3,7 +3,7 @@
 # on every `make run` / `make test`. On a fresh Debian machine run it as root.
 #
 #   scripts/deps.sh run      # what `make run` needs: Go, its modules, iproute2
-#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd)
+#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd, nft)
 #   scripts/deps.sh bench    # the same as test
 #   scripts/deps.sh generate # clang and libbpf headers for `make generate` (the eBPF program)
 set -euo pipefail
@@ -26,6 +26,7 @@ declare -A pkg_for=(
   [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
   [nfcapd]=nfdump          # IPFIX interop: nfdump's collector reads weir's export
   [softflowd]=softflowd    # IPFIX interop: weir's collector reads a real exporter
+  [nft]=nftables           # firewall rules that drop packets in test hosts (eBPF drop attribution)
 )
 missing=()
 case "$profile" in

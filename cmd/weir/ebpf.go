@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +33,7 @@ type ebpfOpts struct {
 	noRing      bool
 	sampling    int
 	sampleFlows bool
+	drops       bool
 	netns       listFlag
 	fs          *flag.FlagSet
 }
@@ -45,6 +48,7 @@ func (e *ebpfOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&e.noRing, "ebpf-no-ring", false, "--source ebpf: no overflow ring; packets the full map cannot take are only counted (weir_ebpf_lost_packets_total)")
 	fs.IntVar(&e.sampling, "sampling", 1, "--source ebpf: count 1 packet in `N`, chosen by a hash of its content (alike at every interface)")
 	fs.BoolVar(&e.sampleFlows, "sample-flows", false, "--source ebpf: with --sampling, choose whole flows (both directions) by hash instead of packets")
+	fs.BoolVar(&e.drops, "ebpf-drops", false, "--source ebpf: also attribute packets the kernel drops (skb:kfree_skb) to their flows, with the drop reason (drop_packets, drop_bytes, drop_reason in records)")
 	fs.Var(&e.netns, "netns", "--source ebpf: also watch the -i interfaces of the network namespace `name` (/run/netns/name, or a path); repeatable. Its interfaces are named name/iface in records")
 }
 
@@ -99,6 +103,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		Sampling:      e.sampling,
 		SampleFlows:   e.sampleFlows,
 		RingSize:      int(e.ringSize),
+		Drops:         e.drops,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
 		},
@@ -221,6 +226,14 @@ func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
 			st.EvictTime.Round(time.Microsecond), (st.EvictTime / time.Duration(drains)).Round(time.Microsecond), st.EvictLast.Round(time.Microsecond), st.BatchDeletes)
 	}
 	fmt.Fprintf(w, "fragments   %s first, %s attributed, %s unattributed\n", n(st.FragFirst), n(st.FragFound), n(st.FragMissing))
+	if st.DropReasons != nil {
+		var parts []string
+		for _, r := range slices.Sorted(maps.Keys(st.DropReasons)) {
+			parts = append(parts, fmt.Sprintf("%s %s", r, n(st.DropReasons[r])))
+		}
+		fmt.Fprintf(w, "drops       %s on flows, %s not (map full %s, unkeyed %s); by reason: %s\n",
+			n(st.Drops), n(st.DropsLost+st.DropsUnkeyed), n(st.DropsLost), n(st.DropsUnkeyed), strings.Join(parts, ", "))
+	}
 	fmt.Fprintf(w, "records     %s\n", n(st.Records))
 	for _, q := range queues {
 		qs := q.Stats()

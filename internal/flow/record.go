@@ -97,6 +97,15 @@ type Record struct {
 	Start       int64  // first packet in this record, Unix ns
 	End         int64  // last packet in this record, Unix ns
 	Iface       string // interface the flow was first seen on
+	// DropPackets and DropBytes count the flow's packets (both ways) the
+	// kernel dropped since the last record, and DropReason names the
+	// latest drop's reason (the kernel's skb_drop_reason without its
+	// prefix, e.g. "NETFILTER_DROP"). Only the eBPF source with drops on
+	// fills them; a flow whose packets were all dropped before any
+	// watched interface saw them has Packets 0.
+	DropPackets uint64
+	DropBytes   uint64
+	DropReason  string
 }
 
 // MaxIfaces bounds the names one Ifaces registry holds; names past the

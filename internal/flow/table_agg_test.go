@@ -90,3 +90,29 @@ func TestUpdateAggregate(t *testing.T) {
 		t.Errorf("stats:\n one %+v\n agg %+v", one.Stats(), agg.Stats())
 	}
 }
+
+// TestContains: a live flow is found by its key in either direction,
+// IPv4 and IPv6; a flow that was never added, or has expired, is not.
+func TestContains(t *testing.T) {
+	tb, _ := newTable(t, Config{MaxFlows: 100, IdleTimeout: 10 * time.Second})
+	v4 := pk("10.0.0.1", 1000, "10.0.0.2", 53, 17, sec, 60, 0, RoleUnknown)
+	v6 := pk("2001:db8::1", 1000, "2001:db8::2", 443, 6, sec, 60, 0, RoleUnknown)
+	tb.Update(&v4)
+	tb.Update(&v6)
+	for _, p := range []Packet{v4, v6} {
+		rev := p.Key
+		rev.SrcAddr, rev.DstAddr, rev.SrcPort, rev.DstPort = rev.DstAddr, rev.SrcAddr, rev.DstPort, rev.SrcPort
+		if !tb.Contains(&p.Key) || !tb.Contains(&rev) {
+			t.Errorf("%v: not found (forward %v, reverse %v)", p.Key, tb.Contains(&p.Key), tb.Contains(&rev))
+		}
+		other := p.Key
+		other.DstPort++
+		if tb.Contains(&other) {
+			t.Errorf("%v: found though never added", other)
+		}
+	}
+	tb.Expire(100 * sec)
+	if tb.Contains(&v4.Key) || tb.Contains(&v6.Key) {
+		t.Error("expired flows still found")
+	}
+}

@@ -29,6 +29,9 @@ func (s *Source) evict(reason int) error {
 	n, err := s.drain(old)
 	el := time.Since(start)
 	s.takeSpill(reason)
+	if s.drops.held != nil {
+		s.placeDrops()
+	}
 	s.mu.Lock()
 	s.stats.Evictions[SourceHashmap][reason]++
 	s.stats.Evicted[SourceHashmap][reason] += uint64(n)
@@ -144,9 +147,14 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 	case v.Marks&(2<<8) != 0:
 		a.Role = flow.RoleResponder
 	}
+	if v.DropPackets > 0 {
+		s.noteDrops(a, v)
+	}
 	a.Packets, a.Bytes = uint32(min(v.Packets, 1<<32-1)), v.Bytes
-	a.Iface = s.iface(v.Netns, v.Ifindex)
-	s.table.UpdateAggregate(a)
+	if a.Packets > 0 { // an entry the drop program made may have none
+		a.Iface = s.iface(v.Netns, v.Ifindex)
+		s.table.UpdateAggregate(a)
+	}
 	for i := range v.Other {
 		o := &v.Other[i]
 		if o.Ifindex == 0 || o.Packets == 0 {
@@ -200,4 +208,33 @@ func (s *Source) readCounters() {
 	st.InsertE2BIG, st.InsertENOMEM, st.InsertOther = c[cntInsertE2BIG], c[cntInsertENOMEM], c[cntInsertOther]
 	st.Ring, st.Lost = c[cntRing], c[cntLost]
 	st.FragFirst, st.FragFound, st.FragMissing = c[cntFragFirst], c[cntFragFound], c[cntFragMissing]
+	st.Drops, st.DropsLost, st.DropsUnkeyed = c[cntDrops], c[cntDropsLost], c[cntDropsUnkeyed]
+	if s.drops.names != nil {
+		s.readDropReasons()
+	}
+}
+
+// readDropReasons sums the per-CPU per-reason drop counts into
+// s.stats.DropReasons (a new map: callers keep the old); s.mu is held.
+func (s *Source) readDropReasons() {
+	m := s.coll.Maps["drop_reasons"]
+	out := map[string]uint64{}
+	var per []uint64
+	for i := range uint32(dropReasons) {
+		if err := m.Lookup(i, &per); err != nil {
+			continue
+		}
+		var sum uint64
+		for _, v := range per {
+			sum += v
+		}
+		if sum > 0 {
+			name := s.drops.reasonName(uint16(i))
+			if i == dropReasons-1 {
+				name = "OTHER" // reasons past 254, subsystems' included
+			}
+			out[name] += sum
+		}
+	}
+	s.stats.DropReasons = out
 }

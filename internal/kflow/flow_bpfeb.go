@@ -26,19 +26,20 @@ type flowFlowKey struct {
 }
 
 type flowFlowVal struct {
-	_       structs.HostLayout
-	Packets uint64
-	Bytes   uint64
-	FirstNs uint64
-	LastNs  uint64
-	Netns   uint64
-	Ifindex uint32
-	Egress  uint8
-	Nother  uint8
-	Pad     uint16
-	Marks   uint32
-	Pad2    uint32
-	Other   [2]struct {
+	_           structs.HostLayout
+	Packets     uint64
+	Bytes       uint64
+	FirstNs     uint64
+	LastNs      uint64
+	Netns       uint64
+	Ifindex     uint32
+	Egress      uint8
+	Nother      uint8
+	DropReason  uint16
+	Marks       uint32
+	DropPackets uint32
+	DropBytes   uint64
+	Other       [2]struct {
 		_       structs.HostLayout
 		Netns   uint64
 		Ifindex uint32
@@ -82,17 +83,22 @@ type flowOverflowRec struct {
 const (
 	flowMapActive              = "active"
 	flowMapCounters            = "counters"
+	flowMapDropReasons         = "drop_reasons"
 	flowMapFlows               = "flows"
 	flowMapFragments           = "fragments"
 	flowMapOverflow            = "overflow"
+	flowMapWatched             = "watched"
+	flowProgWeirDrops          = "weir_drops"
 	flowProgWeirFlowEthEgress  = "weir_flow_eth_egress"
 	flowProgWeirFlowEthIngress = "weir_flow_eth_ingress"
 	flowProgWeirFlowIpEgress   = "weir_flow_ip_egress"
 	flowProgWeirFlowIpIngress  = "weir_flow_ip_ingress"
 	flowProgWeirNoop           = "weir_noop"
+	flowVarDropSkip            = "drop_skip"
 	flowVarOverflowRing        = "overflow_ring"
 	flowVarSampleFlows         = "sample_flows"
 	flowVarSampling            = "sampling"
+	flowVarUnusedFlowVal       = "unused_flow_val"
 	flowVarUnusedOverflowRec   = "unused_overflow_rec"
 )
 
@@ -138,6 +144,7 @@ type flowSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowProgramSpecs struct {
+	WeirDrops          *ebpf.ProgramSpec `ebpf:"weir_drops"`
 	WeirFlowEthEgress  *ebpf.ProgramSpec `ebpf:"weir_flow_eth_egress"`
 	WeirFlowEthIngress *ebpf.ProgramSpec `ebpf:"weir_flow_eth_ingress"`
 	WeirFlowIpEgress   *ebpf.ProgramSpec `ebpf:"weir_flow_ip_egress"`
@@ -149,20 +156,24 @@ type flowProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowMapSpecs struct {
-	Active    *ebpf.MapSpec `ebpf:"active"`
-	Counters  *ebpf.MapSpec `ebpf:"counters"`
-	Flows     *ebpf.MapSpec `ebpf:"flows"`
-	Fragments *ebpf.MapSpec `ebpf:"fragments"`
-	Overflow  *ebpf.MapSpec `ebpf:"overflow"`
+	Active      *ebpf.MapSpec `ebpf:"active"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	DropReasons *ebpf.MapSpec `ebpf:"drop_reasons"`
+	Flows       *ebpf.MapSpec `ebpf:"flows"`
+	Fragments   *ebpf.MapSpec `ebpf:"fragments"`
+	Overflow    *ebpf.MapSpec `ebpf:"overflow"`
+	Watched     *ebpf.MapSpec `ebpf:"watched"`
 }
 
 // flowVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowVariableSpecs struct {
+	DropSkip          *ebpf.VariableSpec `ebpf:"drop_skip"`
 	OverflowRing      *ebpf.VariableSpec `ebpf:"overflow_ring"`
 	SampleFlows       *ebpf.VariableSpec `ebpf:"sample_flows"`
 	Sampling          *ebpf.VariableSpec `ebpf:"sampling"`
+	UnusedFlowVal     *ebpf.VariableSpec `ebpf:"unused_flow_val"`
 	UnusedOverflowRec *ebpf.VariableSpec `ebpf:"unused_overflow_rec"`
 }
 
@@ -186,20 +197,24 @@ func (o *flowObjects) Close() error {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowMaps struct {
-	Active    *ebpf.Map `ebpf:"active"`
-	Counters  *ebpf.Map `ebpf:"counters"`
-	Flows     *ebpf.Map `ebpf:"flows"`
-	Fragments *ebpf.Map `ebpf:"fragments"`
-	Overflow  *ebpf.Map `ebpf:"overflow"`
+	Active      *ebpf.Map `ebpf:"active"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	DropReasons *ebpf.Map `ebpf:"drop_reasons"`
+	Flows       *ebpf.Map `ebpf:"flows"`
+	Fragments   *ebpf.Map `ebpf:"fragments"`
+	Overflow    *ebpf.Map `ebpf:"overflow"`
+	Watched     *ebpf.Map `ebpf:"watched"`
 }
 
 func (m *flowMaps) Close() error {
 	return _FlowClose(
 		m.Active,
 		m.Counters,
+		m.DropReasons,
 		m.Flows,
 		m.Fragments,
 		m.Overflow,
+		m.Watched,
 	)
 }
 
@@ -207,9 +222,11 @@ func (m *flowMaps) Close() error {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowVariables struct {
+	DropSkip          *ebpf.Variable `ebpf:"drop_skip"`
 	OverflowRing      *ebpf.Variable `ebpf:"overflow_ring"`
 	SampleFlows       *ebpf.Variable `ebpf:"sample_flows"`
 	Sampling          *ebpf.Variable `ebpf:"sampling"`
+	UnusedFlowVal     *ebpf.Variable `ebpf:"unused_flow_val"`
 	UnusedOverflowRec *ebpf.Variable `ebpf:"unused_overflow_rec"`
 }
 
@@ -217,6 +234,7 @@ type flowVariables struct {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowPrograms struct {
+	WeirDrops          *ebpf.Program `ebpf:"weir_drops"`
 	WeirFlowEthEgress  *ebpf.Program `ebpf:"weir_flow_eth_egress"`
 	WeirFlowEthIngress *ebpf.Program `ebpf:"weir_flow_eth_ingress"`
 	WeirFlowIpEgress   *ebpf.Program `ebpf:"weir_flow_ip_egress"`
@@ -226,6 +244,7 @@ type flowPrograms struct {
 
 func (p *flowPrograms) Close() error {
 	return _FlowClose(
+		p.WeirDrops,
 		p.WeirFlowEthEgress,
 		p.WeirFlowEthIngress,
 		p.WeirFlowIpEgress,

@@ -68,6 +68,11 @@ type Config struct {
 	// least a page; 0: DefaultRingSize); -1 turns the ring off, so packets
 	// the map has no room for are only counted (Stats.Lost).
 	RingSize int
+	// Drops attaches the weir_drops program to the skb:kfree_skb
+	// tracepoint: packets the kernel drops in the watched namespaces are
+	// added to their flows' records (DropPackets, DropBytes, DropReason),
+	// with per-reason counts in Stats.DropReasons.
+	Drops bool
 
 	noPrealloc bool // flow maps with BPF_F_NO_PREALLOC (benchmarks compare)
 }
@@ -205,6 +210,13 @@ type Stats struct {
 	// BatchDeletes reports that the kernel map supports batch
 	// lookup-and-delete.
 	BatchDeletes bool
+	// Drops counts dropped packets attributed to flows (Config.Drops);
+	// DropsLost those whose flow got no map entry (the map was full), and
+	// DropsUnkeyed those weir could not key (not IP, no network header).
+	// DropReasons counts every dropped packet of a watched namespace by
+	// the kernel's reason name.
+	Drops, DropsLost, DropsUnkeyed uint64
+	DropReasons                    map[string]uint64
 }
 
 // Occupancy is the number of entries in the active kernel map: entries

@@ -1,6 +1,9 @@
 package kflow
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/weir-dev/weir/internal/metrics"
 )
 
@@ -22,6 +25,8 @@ var (
 	mRatio      = gauge("weir_ebpf_ringbuf_ratio", "Flows drained from the overflow ring per flow drained from the kernel map, since start.")
 	mIfaces     = gauge("weir_ebpf_interfaces", "Interfaces with the programs attached (ingress and egress).")
 	mRecords    = counter("weir_ebpf_records_total", "Flow records handed to the sinks.")
+	mDropped    = counter("weir_ebpf_dropped_packets_total", "Packets the kernel dropped in the watched namespaces (--ebpf-drops), by the kernel's drop reason (OTHER: reasons past 254).", "reason")
+	mDropFlows  = counter("weir_ebpf_drop_attribution_total", "Dropped packets by whether they were put on a flow (attributed) or not: map_full (no entry for the flow), unkeyed (not IP, or no network header).", "outcome")
 	mDuration   = &metrics.Desc{Name: "weir_ebpf_evict_duration_seconds", Help: "Time to swap the kernel map and drain it (batch lookup-and-delete).", Type: metrics.Histogram}
 )
 
@@ -46,7 +51,7 @@ type collector struct {
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
 	return append([]*metrics.Desc{}, mPackets, mNotIP, mDupes, mSampledOut, mInsertFail, mRing, mRingRead, mLost,
-		mFrags, mEvictions, mEvicted, mEntries, mCapacity, mRatio, mIfaces, mRecords, mDuration)
+		mFrags, mEvictions, mEvicted, mEntries, mCapacity, mRatio, mIfaces, mRecords, mDropped, mDropFlows, mDuration)
 }
 
 // Collect writes the current values.
@@ -82,5 +87,11 @@ func (c *collector) Collect(w *metrics.Writer) {
 	w.Sample(mRatio, ratio)
 	w.Sample(mIfaces, float64(st.Ifaces))
 	w.Sample(mRecords, float64(st.Records))
+	for _, r := range slices.Sorted(maps.Keys(st.DropReasons)) {
+		w.Sample(mDropped, float64(st.DropReasons[r]), r)
+	}
+	w.Sample(mDropFlows, float64(st.Drops), "attributed")
+	w.Sample(mDropFlows, float64(st.DropsLost), "map_full")
+	w.Sample(mDropFlows, float64(st.DropsUnkeyed), "unkeyed")
 	w.Histogram(mDuration, EvictBuckets, st.EvictHist[:], st.EvictTime.Seconds())
 }

@@ -36,6 +36,9 @@ const (
 	cntFragFound
 	cntFragMissing
 	cntInserts
+	cntDrops
+	cntDropsLost
+	cntDropsUnkeyed
 	cntMax
 )
 
@@ -67,6 +70,7 @@ type Source struct {
 	batchOK  bool
 	monoOff  int64          // wall clock − CLOCK_MONOTONIC, ns
 	sp       spill          // the overflow ring's aggregate
+	drops    dropState      // Config.Drops
 	cnt      [cntMax]uint64 // kernel counters, summed over CPUs
 
 	mu    sync.Mutex
@@ -95,6 +99,19 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 		spec.Maps["overflow"].MaxEntries = uint32(os.Getpagesize()) // unused, but must exist
 	}
 	delete(spec.Programs, "weir_noop") // for benchmarks only
+	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}}
+	if c.Drops {
+		names, consumed, err := dropReasonNames()
+		if err != nil {
+			return nil, err
+		}
+		if err := spec.Variables["drop_skip"].Set(consumed); err != nil {
+			return nil, fmt.Errorf("kflow: setting drop_skip: %w", err)
+		}
+		s.drops.names, s.drops.held = names, map[flow.Key]*heldDrop{}
+	} else {
+		delete(spec.Programs, "weir_drops")
+	}
 	flows := spec.Maps["flows"].Copy()
 	flows.MaxEntries = uint32(c.MaxFlows)
 	if c.noPrealloc {
@@ -102,7 +119,6 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	}
 	delete(spec.Maps, "flows") // only its shape is needed; the two maps are made below
 	spec.Maps["active"].InnerMap = flows
-	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}}
 	s.sp.init(min(c.MaxFlows, maxSpill))
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
@@ -127,12 +143,7 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	}
 	tc := c.Table
 	tc.Ifaces = &s.names
-	s.table, err = flow.NewTable(tc, func(r *flow.Record) {
-		s.batch = append(s.batch, *r)
-		if len(s.batch) >= c.Batch {
-			s.flush()
-		}
-	})
+	s.table, err = flow.NewTable(tc, func(r *flow.Record) { s.emit(r, false) })
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -169,7 +180,7 @@ func (s *Source) attach() error {
 			return err
 		}
 	}
-	return nil
+	return s.attachDrops()
 }
 
 // attachNetns attaches in the calling thread's namespace.
@@ -180,6 +191,9 @@ func (s *Source) attachNetns(prefix string) error {
 	}
 	netns, err := netnsCookie()
 	if err != nil {
+		return err
+	}
+	if err := s.watch(netns); err != nil {
 		return err
 	}
 	for _, l := range links {
@@ -291,6 +305,7 @@ func (s *Source) shutdown(readErr chan error) error {
 		err = e
 	}
 	s.table.Flush(flow.ReasonShutdown)
+	s.flushDrops()
 	s.flush()
 	return err
 }
@@ -312,6 +327,18 @@ func (s *Source) stopRing(readErr chan error) error {
 				s.takeSpill(ReasonShutdown)
 			}
 		}
+	}
+}
+
+// emit queues a record for the sink; a record from the table (own false)
+// takes the drops held for its flow.
+func (s *Source) emit(r *flow.Record, own bool) {
+	s.batch = append(s.batch, *r)
+	if !own && len(s.drops.held) > 0 {
+		s.attachHeld(&s.batch[len(s.batch)-1])
+	}
+	if len(s.batch) >= s.cfg.Batch {
+		s.flush()
 	}
 }
 
@@ -340,7 +367,8 @@ func (s *Source) Stats() Stats {
 	return s.stats
 }
 
-// Close detaches the programs and frees the maps; Run calls it.
+// Close detaches the programs and frees the maps; Run calls it. The
+// kernel counters are read a last time first: Stats keeps them.
 func (s *Source) Close() error {
 	for _, l := range s.links {
 		l.Close()
@@ -349,6 +377,12 @@ func (s *Source) Close() error {
 	if s.ring != nil {
 		s.ring.Close()
 	}
+	s.mu.Lock()
+	if s.counters != nil {
+		s.readCounters()
+		s.counters = nil
+	}
+	s.mu.Unlock()
 	for i, m := range s.maps {
 		if m != nil {
 			m.Close()

@@ -29,10 +29,34 @@ typedef struct {
 
 struct net_device___weir {
 	possible_net_t___weir nd_net;
+	int ifindex;
+} __attribute__((preserve_access_index));
+
+struct sock_common___weir {
+	possible_net_t___weir skc_net;
+} __attribute__((preserve_access_index));
+
+struct sock___weir {
+	struct sock_common___weir __sk_common;
 } __attribute__((preserve_access_index));
 
 struct sk_buff___weir {
 	struct net_device___weir *dev;
+	struct sock___weir *sk;
+	unsigned char *head;
+	unsigned char *data;
+	unsigned int len;
+	__u16 network_header;
+	__u16 protocol; // network order
+} __attribute__((preserve_access_index));
+
+// The skb:kfree_skb tracepoint's record (reason since Linux 5.17). The
+// enum's type must be an enum for CO-RE to match the field.
+enum skb_drop_reason___weir { SKB_DROP_REASON_NOT_SPECIFIED___weir = 2 };
+
+struct trace_event_raw_kfree_skb___weir {
+	void *skbaddr;
+	enum skb_drop_reason___weir reason;
 } __attribute__((preserve_access_index));
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
@@ -56,6 +80,7 @@ static __always_inline __u64 dev_netns(struct __sk_buff *skb)
 volatile const __u32 sampling = 1;      // count 1 in sampling packets (1: all)
 volatile const __u32 sample_flows = 0;  // 1: sample whole flows by hash; 0: packets by content hash
 volatile const __u32 overflow_ring = 1; // 1: packets the map has no room for go to the ring buffer
+volatile const __u32 drop_skip = 0xffffffff; // SKB_CONSUMED's value in this kernel: not a drop
 
 struct flow_key {
 	__u8 src[16];
@@ -92,11 +117,16 @@ struct flow_val {
 	__u32 ifindex;    // its ifindex
 	__u8 egress;      // 1: seen leaving that interface, 0: arriving
 	__u8 nother;      // other interfaces that saw it beyond other[]
-	__u16 pad;
+	__u16 drop_reason; // the latest drop's skb_drop_reason (0xffff: a subsystem's)
 	__u32 marks;      // OR of counted packets' TCP flags (bits 0-7) and ROLE_* << 8
-	__u32 pad2;
+	__u32 drop_packets; // packets of the flow the kernel dropped (weir_drops)
+	__u64 drop_bytes;
 	struct flow_other other[2];
 };
+
+// For bpf2go: puts the value's whole type in BTF (the map of maps'
+// inner map refers to it, which clang may emit as a forward declaration).
+const struct flow_val *unused_flow_val __attribute__((unused));
 
 // flows is the shape of the flow maps; user space does not create it but
 // two maps of its spec (MaxFlows entries each), and keeps one in active.
@@ -160,6 +190,25 @@ struct {
 	__type(value, struct fragment_ports);
 } fragments SEC(".maps");
 
+// watched holds the netns cookies of the namespaces weir watches: the drop
+// program attributes only their drops (the tracepoint sees every one).
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u64);
+	__type(value, __u8);
+} watched SEC(".maps");
+
+// Dropped packets by skb_drop_reason, per CPU (255: reasons past 254 and
+// subsystems' reasons).
+#define DROP_REASONS 256
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, DROP_REASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drop_reasons SEC(".maps");
+
 // Counters, per CPU: index by the COUNT_* constants.
 enum {
 	COUNT_PACKETS,       // packets looked at
@@ -176,6 +225,9 @@ enum {
 	COUNT_FRAG_FOUND,    // later fragments given their datagram's ports
 	COUNT_FRAG_MISSING,  // later fragments whose first was not seen: no ports
 	COUNT_INSERTS,       // entries created in the flow maps
+	COUNT_DROPS,         // dropped packets attributed to flows (weir_drops)
+	COUNT_DROPS_LOST,    // dropped packets whose flow got no entry (map full)
+	COUNT_DROPS_UNKEYED, // dropped packets in watched namespaces weir could not key (not IP, no header)
 	COUNT_MAX,
 };
 
@@ -206,10 +258,21 @@ struct pkt {
 #define FRAG_FIRST 1
 #define FRAG_LATER 2
 
+// src is where parse reads a packet: a tc program's skb, or (skb NULL)
+// kernel memory, at the network header, that a tracepoint points at.
+struct src {
+	struct __sk_buff *skb;
+	const __u8 *base; // network header (skb NULL)
+	__u32 len;        // bytes from the network header on (skb NULL)
+};
+
 // load copies len bytes at off from the packet: straight from the linear
 // data when they are there (most packets), else with the helper.
-static __always_inline long load(struct __sk_buff *skb, __u32 off, void *to, const __u32 len)
+static __always_inline long load(const struct src *s, __u32 off, void *to, const __u32 len)
 {
+	if (!s->skb)
+		return bpf_probe_read_kernel(to, len, s->base + off);
+	struct __sk_buff *skb = s->skb;
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;
 	if (off <= 512 && data + off + len <= end) { // off bounded for the verifier
@@ -221,7 +284,7 @@ static __always_inline long load(struct __sk_buff *skb, __u32 off, void *to, con
 
 // parse fills key and p from the packet at offset l3 (ethertype proto,
 // network order); p->len stays 0 if it is not an IP packet weir can key.
-static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
+static __always_inline void parse(const struct src *s, __u32 l3, __u16 proto,
 				  struct flow_key *key, struct pkt *p)
 {
 	__u32 len, l4;
@@ -229,7 +292,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 
 	if (proto == bpf_htons(ETH_P_IP)) {
 		__u8 ip[20];
-		if (load(skb, l3, ip, sizeof(ip)))
+		if (load(s, l3, ip, sizeof(ip)))
 			return;
 		if ((ip[0] >> 4) != 4 || (ip[0] & 0xf) < 5)
 			return;
@@ -250,7 +313,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 		l4 = l3 + (ip[0] & 0xf) * 4;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		__u8 ip6[40];
-		if (load(skb, l3, ip6, sizeof(ip6)))
+		if (load(s, l3, ip6, sizeof(ip6)))
 			return;
 		if ((ip6[0] >> 4) != 6)
 			return;
@@ -267,7 +330,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 			__u8 ext[8];
 			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 44 && nexthdr != 60 && nexthdr != 51)
 				break;
-			if (load(skb, l4, ext, sizeof(ext)))
+			if (load(s, l4, ext, sizeof(ext)))
 				return;
 			if (nexthdr == 44) { // fragment: offset and M in bytes 2-3, ID in 4-7
 				__u16 off = (__u16)ext[2] << 8 | ext[3];
@@ -290,7 +353,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 		return;
 	}
 	if (len == 0) // IPv4 TSO / BIG TCP: the length is the skb's
-		len = skb->len - l3;
+		len = s->skb ? s->skb->len - l3 : s->len;
 	key->proto = nexthdr;
 	p->len = len;
 	if (p->frag == FRAG_LATER)
@@ -298,7 +361,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 	switch (nexthdr) {
 	case IPPROTO_TCP: {
 		__u8 tcp[14];
-		if (load(skb, l4, tcp, sizeof(tcp)))
+		if (load(s, l4, tcp, sizeof(tcp)))
 			return;
 		key->sport = ((__u16)tcp[0] << 8) | tcp[1];
 		key->dport = ((__u16)tcp[2] << 8) | tcp[3];
@@ -316,7 +379,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 	case IPPROTO_UDP:
 	case 132: { // SCTP: ports in the same place
 		__u8 ports[8];
-		if (load(skb, l4, ports, sizeof(ports)))
+		if (load(s, l4, ports, sizeof(ports)))
 			return;
 		key->sport = ((__u16)ports[0] << 8) | ports[1];
 		key->dport = ((__u16)ports[2] << 8) | ports[3];
@@ -327,7 +390,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 	case IPPROTO_ICMP:
 	case 58: { // ICMPv6
 		__u8 tc[8];
-		if (load(skb, l4, tc, sizeof(tc)))
+		if (load(s, l4, tc, sizeof(tc)))
 			return;
 		key->icmp_type = tc[0];
 		key->icmp_code = tc[1];
@@ -344,7 +407,7 @@ static __always_inline void parse(struct __sk_buff *skb, __u32 l3, __u16 proto,
 
 // fragment gives a later fragment the ports its first fragment had, and
 // remembers a first fragment's.
-static __always_inline void fragment(struct flow_key *key, struct pkt *p)
+static __always_inline void fragment(struct flow_key *key, struct pkt *p, int counted)
 {
 	struct fragment_key fk = {};
 	__builtin_memcpy(fk.src, key->src, 16);
@@ -352,6 +415,8 @@ static __always_inline void fragment(struct flow_key *key, struct pkt *p)
 	fk.id = p->frag_id;
 	fk.proto = key->proto;
 	if (p->frag == FRAG_FIRST) {
+		if (!counted)
+			return; // the tc program saw it: its ports are remembered
 		struct fragment_ports fp = {key->sport, key->dport};
 		bpf_map_update_elem(&fragments, &fk, &fp, BPF_ANY);
 		count(COUNT_FRAG_FIRST);
@@ -359,12 +424,14 @@ static __always_inline void fragment(struct flow_key *key, struct pkt *p)
 	}
 	struct fragment_ports *fp = bpf_map_lookup_elem(&fragments, &fk);
 	if (!fp) {
-		count(COUNT_FRAG_MISSING);
+		if (counted)
+			count(COUNT_FRAG_MISSING);
 		return;
 	}
 	key->sport = fp->sport;
 	key->dport = fp->dport;
-	count(COUNT_FRAG_FOUND);
+	if (counted)
+		count(COUNT_FRAG_FOUND);
 }
 
 // mix is a 32-bit finaliser (murmur3's): every input bit moves every output bit.
@@ -382,7 +449,7 @@ static __always_inline __u32 mix(__u32 h)
 // depends only on the packet's content (or its flow's, in both
 // directions), so every interface that sees it chooses alike and the
 // dedup rule still holds.
-static __always_inline int sampled_out(struct flow_key *key, struct pkt *p)
+static __always_inline int sampled_out(struct flow_key *key, struct pkt *p, int counted)
 {
 	if (sampling <= 1)
 		return 0;
@@ -402,7 +469,8 @@ static __always_inline int sampled_out(struct flow_key *key, struct pkt *p)
 	}
 	if (mix(h) % sampling == 0)
 		return 0;
-	count(COUNT_SAMPLED_OUT);
+	if (counted)
+		count(COUNT_SAMPLED_OUT);
 	return 1;
 }
 
@@ -462,15 +530,17 @@ static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 	struct pkt p = {};
 	__u32 zero = 0;
 
+	struct src s = {.skb = skb};
+
 	count(COUNT_PACKETS);
-	parse(skb, l3, skb->protocol, &key, &p);
+	parse(&s, l3, skb->protocol, &key, &p);
 	if (p.len == 0) {
 		count(COUNT_NOT_IP);
 		return TC_PASS;
 	}
 	if (p.frag)
-		fragment(&key, &p);
-	if (sampled_out(&key, &p))
+		fragment(&key, &p, 1);
+	if (sampled_out(&key, &p, 1))
 		return TC_PASS;
 	void *m = bpf_map_lookup_elem(&active, &zero);
 	if (!m) {
@@ -540,6 +610,91 @@ int weir_flow_ip_ingress(struct __sk_buff *skb) { return account(skb, 0, 0); }
 
 SEC("tc")
 int weir_flow_ip_egress(struct __sk_buff *skb) { return account(skb, 0, 1); }
+
+// weir_drops attributes packets the kernel drops (skb:kfree_skb; normal
+// frees go to consume_skb) in a watched namespace to their flow: drop
+// packets, bytes and the latest reason on its entry. A flow with no entry
+// gets one with no packets counted, owned by the dropping device (none if
+// the skb had none), so a flow whose every packet is dropped is reported.
+SEC("tracepoint/skb/kfree_skb")
+int weir_drops(struct trace_event_raw_kfree_skb___weir *ctx)
+{
+	__u32 reason = 2; // SKB_DROP_REASON_NOT_SPECIFIED, where the kernel gives none
+	if (bpf_core_field_exists(ctx->reason))
+		reason = ctx->reason;
+	if (reason == drop_skip)
+		return 0;
+	struct sk_buff___weir *skb = ctx->skbaddr;
+	struct net_device___weir *dev = BPF_CORE_READ(skb, dev);
+	__u64 netns = 0;
+	__u32 ifindex = 0;
+	if (dev) {
+		netns = BPF_CORE_READ(dev, nd_net.net, net_cookie);
+		ifindex = BPF_CORE_READ(dev, ifindex);
+	} else {
+		struct sock___weir *sk = BPF_CORE_READ(skb, sk);
+		if (sk)
+			netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, net_cookie);
+	}
+	if (!netns || !bpf_map_lookup_elem(&watched, &netns))
+		return 0;
+	__u32 ri = reason < DROP_REASONS - 1 ? reason : DROP_REASONS - 1;
+	__u64 *rc = bpf_map_lookup_elem(&drop_reasons, &ri);
+	if (rc)
+		*rc += 1;
+
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	unsigned char *data = BPF_CORE_READ(skb, data);
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	if (nh == 0xffff) { // not set: dropped before the stack parsed it
+		count(COUNT_DROPS_UNKEYED);
+		return 0;
+	}
+	struct src s = {.base = head + nh, .len = BPF_CORE_READ(skb, len) + (__u32)(data - head) - nh};
+	struct flow_key key = {};
+	struct pkt p = {};
+	parse(&s, 0, BPF_CORE_READ(skb, protocol), &key, &p);
+	if (p.len == 0) {
+		count(COUNT_DROPS_UNKEYED);
+		return 0;
+	}
+	if (p.frag)
+		fragment(&key, &p, 0);
+	if (sampled_out(&key, &p, 0))
+		return 0;
+	__u32 zero = 0;
+	void *m = bpf_map_lookup_elem(&active, &zero);
+	if (!m)
+		return 0;
+	__u16 r16 = reason < 0xffff ? reason : 0xffff;
+	struct flow_val *v = bpf_map_lookup_elem(m, &key);
+	if (!v) {
+		__u64 now = bpf_ktime_get_ns();
+		struct flow_val nv = {
+			.first_ns = now, .last_ns = now, .netns = dev ? netns : 0, .ifindex = ifindex,
+			.drop_packets = 1, .drop_bytes = p.len, .drop_reason = r16,
+		};
+		long err = bpf_map_update_elem(m, &key, &nv, BPF_NOEXIST);
+		if (err == 0) {
+			count(COUNT_INSERTS);
+			count(COUNT_DROPS);
+			return 0;
+		}
+		if (err == -EEXIST)
+			v = bpf_map_lookup_elem(m, &key);
+		if (!v) {
+			count(COUNT_DROPS_LOST);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&v->drop_packets, 1);
+	__sync_fetch_and_add(&v->drop_bytes, p.len);
+	v->drop_reason = r16;
+	if (v->packets == 0) // a flow only drops made: its times are theirs
+		v->last_ns = bpf_ktime_get_ns();
+	count(COUNT_DROPS);
+	return 0;
+}
 
 // An empty program: benchmarks attach it to measure what the kernel's own
 // run-time accounting costs per packet. Never loaded by a Source.

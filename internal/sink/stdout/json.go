@@ -94,6 +94,14 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 		b = append(b, `,"vlan":`...)
 		b = strconv.AppendUint(b, uint64(r.VLAN), 10)
 	}
+	if r.DropPackets != 0 {
+		b = append(b, `,"drop_packets":`...)
+		b = strconv.AppendUint(b, r.DropPackets, 10)
+		b = append(b, `,"drop_bytes":`...)
+		b = strconv.AppendUint(b, r.DropBytes, 10)
+		b = append(b, `,"drop_reason":`...)
+		b = appendString(b, r.DropReason)
+	}
 	return append(b, '}')
 }
 
