@@ -34,6 +34,7 @@ type ebpfOpts struct {
 	sampling    int
 	sampleFlows bool
 	drops       bool
+	attach      string
 	netns       listFlag
 	fs          *flag.FlagSet
 }
@@ -48,6 +49,7 @@ func (e *ebpfOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&e.noRing, "ebpf-no-ring", false, "--source ebpf: no overflow ring; packets the full map cannot take are only counted (weir_ebpf_lost_packets_total)")
 	fs.IntVar(&e.sampling, "sampling", 1, "--source ebpf: count 1 packet in `N`, chosen by a hash of its content (alike at every interface)")
 	fs.BoolVar(&e.sampleFlows, "sample-flows", false, "--source ebpf: with --sampling, choose whole flows (both directions) by hash instead of packets")
+	fs.StringVar(&e.attach, "ebpf-attach", "auto", "--source ebpf: attach the programs with `mode` tcx (TCX links), tc (clsact qdisc filters) or auto (TCX where the kernel has it, else tc)")
 	fs.BoolVar(&e.drops, "ebpf-drops", false, "--source ebpf: also attribute packets the kernel drops (skb:kfree_skb) to their flows, with the drop reason (drop_packets, drop_bytes, drop_reason in records)")
 	fs.Var(&e.netns, "netns", "--source ebpf: also watch the -i interfaces of the network namespace `name` (/run/netns/name, or a path); repeatable. Its interfaces are named name/iface in records")
 }
@@ -104,6 +106,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		SampleFlows:   e.sampleFlows,
 		RingSize:      int(e.ringSize),
 		Drops:         e.drops,
+		Attach:        kflow.AttachMode(strings.TrimPrefix(e.attach, "auto")),
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
 		},

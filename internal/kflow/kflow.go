@@ -26,6 +26,7 @@ package kflow
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -73,9 +74,23 @@ type Config struct {
 	// added to their flows' records (DropPackets, DropBytes, DropReason),
 	// with per-reason counts in Stats.DropReasons.
 	Drops bool
+	// Attach chooses how the programs are attached: AttachAuto (TCX,
+	// or a clsact qdisc's filters where the kernel has no TCX), AttachTCX
+	// or AttachTC.
+	Attach AttachMode
 
 	noPrealloc bool // flow maps with BPF_F_NO_PREALLOC (benchmarks compare)
 }
+
+// AttachMode is how the programs are attached to an interface.
+type AttachMode string
+
+// Attach modes.
+const (
+	AttachAuto AttachMode = ""    // TCX where the kernel has it (6.6+), else AttachTC
+	AttachTCX  AttachMode = "tcx" // TCX links (they go when weir goes, even if it is killed)
+	AttachTC   AttachMode = "tc"  // direct-action filters on a clsact qdisc (created if missing, removed if weir created it)
+)
 
 // Netns is a network namespace a Source watches.
 type Netns struct {
@@ -122,6 +137,11 @@ func (cfg Config) normalize() (Config, error) {
 		if n.Do == nil {
 			return c, errors.Join(ErrConfig, errors.New("a Netns without Do"))
 		}
+	}
+	switch c.Attach {
+	case AttachAuto, AttachTCX, AttachTC:
+	default:
+		return c, errors.Join(ErrConfig, fmt.Errorf("attach mode %q: want tcx or tc", c.Attach))
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -59,7 +60,8 @@ type Source struct {
 	cur      int
 	counters *ebpf.Map
 	ring     *ringbuf.Reader // nil when the ring is off
-	links    []link.Link
+	links    []io.Closer // TCX links, tc filters, the tracepoint: closed last first
+	tc       bool        // attach with clsact filters (no TCX here, or Config.Attach)
 	ifaces   map[ifKey]uint16 // attached interfaces → flow.Ifaces index
 	names    flow.Ifaces
 	table    *flow.Table
@@ -99,7 +101,7 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 		spec.Maps["overflow"].MaxEntries = uint32(os.Getpagesize()) // unused, but must exist
 	}
 	delete(spec.Programs, "weir_noop") // for benchmarks only
-	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}}
+	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}, tc: c.Attach == AttachTC}
 	if c.Drops {
 		names, consumed, err := dropReasonNames()
 		if err != nil {
@@ -205,14 +207,27 @@ func (s *Source) attachNetns(prefix string) error {
 			ing, eg = s.coll.Programs["weir_flow_ip_ingress"], s.coll.Programs["weir_flow_ip_egress"]
 		}
 		for _, a := range []struct {
-			p *ebpf.Program
-			t ebpf.AttachType
-		}{{ing, ebpf.AttachTCXIngress}, {eg, ebpf.AttachTCXEgress}} {
-			lk, err := link.AttachTCX(link.TCXOptions{Interface: l.Index, Program: a.p, Attach: a.t})
-			if err != nil {
-				return fmt.Errorf("kflow: attaching to %s: %w", l.Name, err)
+			p      *ebpf.Program
+			t      ebpf.AttachType
+			egress bool
+		}{{ing, ebpf.AttachTCXIngress, false}, {eg, ebpf.AttachTCXEgress, true}} {
+			if !s.tc {
+				lk, err := link.AttachTCX(link.TCXOptions{Interface: l.Index, Program: a.p, Attach: a.t})
+				if err == nil {
+					s.links = append(s.links, lk)
+					continue
+				}
+				if !errors.Is(err, ebpf.ErrNotSupported) || s.cfg.Attach == AttachTCX {
+					return fmt.Errorf("kflow: attaching to %s: %w", l.Name, err)
+				}
+				s.cfg.Logf("kflow: no TCX in this kernel: attaching with clsact filters")
+				s.tc = true
 			}
-			s.links = append(s.links, lk)
+			f, err := attachTC(l.Index, a.p, a.egress, "weir")
+			if err != nil {
+				return fmt.Errorf("kflow: attaching a clsact filter to %s: %w", l.Name, err)
+			}
+			s.links = append(s.links, f)
 		}
 		name := l.Name
 		if prefix != "" {
@@ -221,6 +236,17 @@ func (s *Source) attachNetns(prefix string) error {
 		s.ifaces[ifKey{netns, uint32(l.Index)}] = s.names.Index(name)
 	}
 	return nil
+}
+
+// detach closes the links and filters, last first (a clsact qdisc weir
+// created goes with the last filter on it).
+func (s *Source) detach() {
+	for i := len(s.links) - 1; i >= 0; i-- {
+		if err := s.links[i].Close(); err != nil {
+			s.cfg.Logf("kflow: detaching: %v", err)
+		}
+	}
+	s.links = nil
 }
 
 // netnsCookie returns the calling thread's network namespace cookie
@@ -296,10 +322,7 @@ func (s *Source) Run(ctx context.Context) error {
 // shutdown detaches the programs, reads what is left in the ring, drains
 // the map a last time and flushes the table.
 func (s *Source) shutdown(readErr chan error) error {
-	for _, l := range s.links { // nothing new arrives from here on
-		l.Close()
-	}
-	s.links = nil
+	s.detach() // nothing new arrives from here on
 	err := s.stopRing(readErr)
 	if e := s.evict(ReasonShutdown); err == nil {
 		err = e
@@ -370,10 +393,7 @@ func (s *Source) Stats() Stats {
 // Close detaches the programs and frees the maps; Run calls it. The
 // kernel counters are read a last time first: Stats keeps them.
 func (s *Source) Close() error {
-	for _, l := range s.links {
-		l.Close()
-	}
-	s.links = nil
+	s.detach()
 	if s.ring != nil {
 		s.ring.Close()
 	}

@@ -70,7 +70,10 @@ static __always_inline __u64 dev_netns(struct __sk_buff *skb)
 	return kskb->dev->nd_net.net->net_cookie;
 }
 
-#define TC_PASS 0 /* TC_ACT_OK; TCX_NEXT is -1, but 0 lets later programs run too */
+// TC_ACT_UNSPEC, which TCX calls TCX_NEXT: the packet goes on to the
+// next program or filter on the hook (another tool's). 0 (TC_ACT_OK,
+// TCX_PASS) would end the chain there and skip them.
+#define TC_PASS -1
 #define E2BIG 7
 #define ENOMEM 12
 #define EEXIST 17
