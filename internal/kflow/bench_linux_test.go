@@ -3,6 +3,7 @@
 package kflow
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -163,6 +164,103 @@ func rawSender(b *testing.B, from, to *testbed.Host) func(sport uint16) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCPU measures what weir costs the host per million packets
+// under a fixed, bounded load: b.N UDP packets from A to B (run it with
+// -benchtime 1000000x) over 1,000 or 60,000 flows, sent once with no
+// programs attached (base) and once with a running Source watching both veth ends
+// (drained every second). The process's CPU time (user + system) is read
+// around each: the programs run in the sending thread's system time, the
+// drains in user time, so the difference is weir's whole cost
+// (weir-cpu-ms/Mpkt). A third run with the kernel's BPF stats on (they
+// cost ~45 ns a run themselves, so not during the second) gives the
+// programs' share (kernel-ms/Mpkt). ns/op is the wall time per packet of
+// the second run.
+func BenchmarkCPU(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("eBPF needs root")
+	}
+	pr := testbed.NewPair(b)
+	send := rawSender(b, pr.A, pr.B)
+	for _, flows := range []int{1000, 60000} {
+		b.Run(fmt.Sprintf("flows=%d", flows), func(b *testing.B) { cpuCost(b, pr, send, flows) })
+	}
+}
+
+// cpuCost is one BenchmarkCPU run over flows flows.
+func cpuCost(b *testing.B, pr *testbed.Pair, send func(uint16), flows int) {
+	load := func() time.Duration {
+		before := cpuTime(b)
+		for i := range b.N {
+			send(uint16(1024 + i%flows))
+		}
+		return cpuTime(b) - before
+	}
+	b.ReportAllocs()
+	base := load()
+	sel, err := netdev.ParseSelector([]string{pr.A.Iface, pr.B.Iface})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Select: sel, EvictInterval: time.Second, Netns: []Netns{{"a", pr.A.Do}, {"b", pr.B.Do}}}, discard{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for s.Stats().Ifaces == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var progs []*ebpf.Program
+	for name, p := range s.coll.Programs {
+		if strings.HasPrefix(name, "weir_flow_eth_") {
+			progs = append(progs, p)
+		}
+	}
+	runtime := func() (d time.Duration) {
+		for _, p := range progs {
+			st, err := p.Stats()
+			if err != nil {
+				b.Fatal(err)
+			}
+			d += st.Runtime
+		}
+		return d
+	}
+	b.ResetTimer()
+	with := load()
+	b.StopTimer()
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Fatalf("BPF_ENABLE_STATS: %v", err)
+	}
+	k0 := runtime()
+	load()
+	kernel := runtime() - k0
+	stats.Close()
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Packets < 4*uint64(b.N) || st.Lost != 0 {
+		b.Fatalf("the programs saw %d packets (lost %d) of %d sent twice, at two interfaces", st.Packets, st.Lost, b.N)
+	}
+	mpkt := float64(b.N) / 1e6
+	b.ReportMetric(float64(with-base)/1e6/mpkt, "weir-cpu-ms/Mpkt")
+	b.ReportMetric(float64(kernel)/1e6/mpkt, "kernel-ms/Mpkt")
+	b.ReportMetric(float64(base)/1e6/mpkt, "base-cpu-ms/Mpkt")
+}
+
+// cpuTime is the process's CPU time so far (user + system).
+func cpuTime(b *testing.B) time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkEvict measures one drain of a kernel map holding entries
