@@ -259,3 +259,41 @@ func TestSampling(t *testing.T) {
 		}
 	})
 }
+
+// TestNewInterface: an interface that appears while the source runs (a
+// host joins the router hub) is attached at once and its flows counted
+// exactly, at it; when it is deleted the source lets it go.
+func TestNewInterface(t *testing.T) {
+	n := testbed.NewNet(t, testbed.Router, 2)
+	s, stop := start(t, n.Hub, Config{}, "any")
+	before := s.Stats().Ifaces
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := n.AddHost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitIfaces(t, s, before+1)
+	want := testbed.UDPFlows(t, h, n.Hosts[0], false, 25000, 50)
+	if out, err := n.Hub.Exec(ctx, "ip", "link", "del", n.HubIface(h)); err != nil {
+		t.Fatalf("ip link del: %v: %s", err, out)
+	}
+	waitIfaces(t, s, before)
+	recs := stop()
+	testbed.CheckUDP(t, recs, h, n.Hosts[0], false, want)
+	for _, r := range recs {
+		if r.Key.Proto == flow.ProtoUDP && r.Iface != n.HubIface(h) {
+			t.Fatalf("record counted at %q, want the new interface %s: %+v", r.Iface, n.HubIface(h), r)
+		}
+	}
+}
+
+// waitIfaces waits up to 10 s for the source to have n interfaces attached.
+func waitIfaces(t *testing.T, s *Source, n int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); s.Stats().Ifaces != n; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d interfaces attached, want %d", s.Stats().Ifaces, n)
+		}
+	}
+}

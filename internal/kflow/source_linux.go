@@ -12,12 +12,10 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
 )
 
@@ -59,10 +57,15 @@ type Source struct {
 	maps     [2]*ebpf.Map // flow maps: maps[cur] is in active
 	cur      int
 	counters *ebpf.Map
-	ring     *ringbuf.Reader // nil when the ring is off
-	links    []io.Closer // TCX links, tc filters, the tracepoint: closed last first
-	tc       bool        // attach with clsact filters (no TCX here, or Config.Attach)
-	ifaces   map[ifKey]uint16 // attached interfaces → flow.Ifaces index
+	ring     *ringbuf.Reader          // nil when the ring is off
+	links    []io.Closer              // the drop tracepoint's link
+	tc       bool                     // attach with clsact filters (no TCX here, or Config.Attach)
+	nets     []netState               // the watched namespaces, as Config.Netns
+	on       map[ifAttach][]io.Closer // attached interfaces: their TCX links or tc filters
+	events   chan nsEvent             // link changes from the namespaces' watchers
+	gone     []ifKey                  // interfaces deleted since the last drain: forgotten after it
+	quit     chan struct{}            // closed by detach: the watchers' goroutines end
+	ifaces   map[ifKey]uint16         // attached interfaces → flow.Ifaces index
 	names    flow.Ifaces
 	table    *flow.Table
 	batch    []flow.Record
@@ -101,7 +104,8 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 		spec.Maps["overflow"].MaxEntries = uint32(os.Getpagesize()) // unused, but must exist
 	}
 	delete(spec.Programs, "weir_noop") // for benchmarks only
-	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}, tc: c.Attach == AttachTC}
+	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}, tc: c.Attach == AttachTC,
+		on: map[ifAttach][]io.Closer{}, events: make(chan nsEvent, 64), quit: make(chan struct{})}
 	if c.Drops {
 		names, consumed, err := dropReasonNames()
 		if err != nil {
@@ -174,78 +178,23 @@ func (s *Source) probeBatch() bool {
 	return err == nil || errors.Is(err, ebpf.ErrKeyNotExist)
 }
 
-// attach puts the programs on ingress and egress of every interface of
-// each namespace that the selector matches.
-func (s *Source) attach() error {
-	for _, ns := range s.cfg.Netns {
-		if err := ns.Do(func() error { return s.attachNetns(ns.Name) }); err != nil {
-			return err
-		}
-	}
-	return s.attachDrops()
-}
-
-// attachNetns attaches in the calling thread's namespace.
-func (s *Source) attachNetns(prefix string) error {
-	links, err := netdev.List()
-	if err != nil {
-		return err
-	}
-	netns, err := netnsCookie()
-	if err != nil {
-		return err
-	}
-	if err := s.watch(netns); err != nil {
-		return err
-	}
-	for _, l := range links {
-		if !s.cfg.Select.Match(l) {
-			continue
-		}
-		ing, eg := s.coll.Programs["weir_flow_eth_ingress"], s.coll.Programs["weir_flow_eth_egress"]
-		if l.Type != unix.ARPHRD_ETHER {
-			ing, eg = s.coll.Programs["weir_flow_ip_ingress"], s.coll.Programs["weir_flow_ip_egress"]
-		}
-		for _, a := range []struct {
-			p      *ebpf.Program
-			t      ebpf.AttachType
-			egress bool
-		}{{ing, ebpf.AttachTCXIngress, false}, {eg, ebpf.AttachTCXEgress, true}} {
-			if !s.tc {
-				lk, err := link.AttachTCX(link.TCXOptions{Interface: l.Index, Program: a.p, Attach: a.t})
-				if err == nil {
-					s.links = append(s.links, lk)
-					continue
-				}
-				if !errors.Is(err, ebpf.ErrNotSupported) || s.cfg.Attach == AttachTCX {
-					return fmt.Errorf("kflow: attaching to %s: %w", l.Name, err)
-				}
-				s.cfg.Logf("kflow: no TCX in this kernel: attaching with clsact filters")
-				s.tc = true
-			}
-			f, err := attachTC(l.Index, a.p, a.egress, "weir")
-			if err != nil {
-				return fmt.Errorf("kflow: attaching a clsact filter to %s: %w", l.Name, err)
-			}
-			s.links = append(s.links, f)
-		}
-		name := l.Name
-		if prefix != "" {
-			name = prefix + "/" + name
-		}
-		s.ifaces[ifKey{netns, uint32(l.Index)}] = s.names.Index(name)
-	}
-	return nil
-}
-
-// detach closes the links and filters, last first (a clsact qdisc weir
-// created goes with the last filter on it).
+// detach stops watching for interfaces and closes every link and filter.
 func (s *Source) detach() {
-	for i := len(s.links) - 1; i >= 0; i-- {
-		if err := s.links[i].Close(); err != nil {
-			s.cfg.Logf("kflow: detaching: %v", err)
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	for i := range s.nets {
+		if w := s.nets[i].watcher; w != nil {
+			w.Close()
+			s.nets[i].watcher = nil
 		}
 	}
+	for k := range s.on {
+		s.detachIface(k)
+	}
+	closeAll(s.cfg.Logf, s.links)
 	s.links = nil
 }
 
@@ -274,9 +223,6 @@ func (s *Source) Run(ctx context.Context) error {
 	if err := s.attach(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.stats.Ifaces = len(s.ifaces)
-	s.mu.Unlock()
 	readErr := make(chan error, 1)
 	if s.ring != nil {
 		go func() { readErr <- s.readRing() }()
@@ -295,6 +241,9 @@ func (s *Source) Run(ctx context.Context) error {
 		case err := <-readErr:
 			s.stopRing(nil)
 			return err
+		case ev := <-s.events:
+			s.linkEvent(ev)
+			continue
 		case <-s.sp.pressure:
 			if s.sp.full() {
 				s.takeSpill(ReasonFull) // the aggregate is full: into the table now
@@ -312,6 +261,7 @@ func (s *Source) Run(ctx context.Context) error {
 			s.stopRing(readErr)
 			return err
 		}
+		s.forgetGone()
 		s.table.Expire(time.Now().UnixNano())
 		s.flush()
 		last, reason = time.Now(), ReasonTimer
