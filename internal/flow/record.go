@@ -106,6 +106,10 @@ type Record struct {
 	DropPackets uint64
 	DropBytes   uint64
 	DropReason  string
+	// Sampling is N when the counts are of 1 packet in N (eBPF source
+	// with --sampling; with --sample-flows, of 1 flow in N, counted
+	// whole); 0 or 1: every packet was counted.
+	Sampling uint32
 }
 
 // MaxIfaces bounds the names one Ifaces registry holds; names past the

@@ -224,7 +224,13 @@ func TestSampling(t *testing.T) {
 	t.Run("flows", func(t *testing.T) {
 		s, stop := start(t, pr.B, Config{Sampling: 4, SampleFlows: true, Netns: ns}, pr.A.Iface, pr.B.Iface)
 		want := testbed.ManyUDP(t, pr.A, pr.B, false, 9000, 30000, 2000)
-		got := testbed.ByDstPort(stop(), flow.ProtoUDP, pr.B.Addr4, pr.A.Addr4)
+		recs := stop()
+		for _, r := range recs {
+			if r.Sampling != 4 {
+				t.Fatalf("record without its sampling rate (%d, want 4): %+v", r.Sampling, r)
+			}
+		}
+		got := testbed.ByDstPort(recs, flow.ProtoUDP, pr.B.Addr4, pr.A.Addr4)
 		for port, g := range got {
 			if w, ok := want[port]; !ok || g.RPkts != w[0] || g.RBytes != w[1] {
 				t.Errorf("sampled flow from port %d: %+v, want all of %v", port, g, w)

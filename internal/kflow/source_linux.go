@@ -307,6 +307,9 @@ func (s *Source) stopRing(readErr chan error) error {
 // takes the drops held for its flow.
 func (s *Source) emit(r *flow.Record, own bool) {
 	s.batch = append(s.batch, *r)
+	if s.cfg.Sampling > 1 {
+		s.batch[len(s.batch)-1].Sampling = uint32(s.cfg.Sampling)
+	}
 	if !own && len(s.drops.held) > 0 {
 		s.attachHeld(&s.batch[len(s.batch)-1])
 	}

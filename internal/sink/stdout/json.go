@@ -102,6 +102,10 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 		b = append(b, `,"drop_reason":`...)
 		b = appendString(b, r.DropReason)
 	}
+	if r.Sampling > 1 {
+		b = append(b, `,"sampling":`...)
+		b = strconv.AppendUint(b, uint64(r.Sampling), 10)
+	}
 	return append(b, '}')
 }
 

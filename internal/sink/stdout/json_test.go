@@ -33,6 +33,7 @@ func TestJSONContract(t *testing.T) {
 	recs[1].Key.ICMPType, recs[1].Key.ICMPCode = 128, 0
 	recs[1].VLAN = 100                                                                    // tagged: "vlan" appears; untagged (recs[0]): it does not
 	recs[1].DropPackets, recs[1].DropBytes, recs[1].DropReason = 7, 588, "NETFILTER_DROP" // drops: the drop fields appear
+	recs[1].Sampling = 64                                                                 // sampled: "sampling" appears
 	var buf bytes.Buffer
 	j := NewJSON(&buf)
 	if err := j.Write(recs); err != nil {
@@ -70,6 +71,9 @@ func TestJSONContract(t *testing.T) {
 	}
 	if m["src_ip"] != "2001:db8::1" || m["icmp_type"] != 128.0 || m["icmp_code"] != 0.0 || m["proto"] != 58.0 || m["vlan"] != 100.0 {
 		t.Errorf("icmpv6 record on VLAN 100: %v", m)
+	}
+	if m["sampling"] != 64.0 {
+		t.Errorf("sampled record: sampling %v, want 64", m["sampling"])
 	}
 	if m["drop_packets"] != 7.0 || m["drop_bytes"] != 588.0 || m["drop_reason"] != "NETFILTER_DROP" {
 		t.Errorf("record with drops: drop_packets %v, drop_bytes %v, drop_reason %v", m["drop_packets"], m["drop_bytes"], m["drop_reason"])
