@@ -1,8 +1,11 @@
-// Package kflow is weir's eBPF source: TCX programs on the ingress and
-// egress of the selected interfaces aggregate packets into a kernel hash
-// map keyed by 5-tuple (bpf/flow.c), and user space drains that map every
-// EvictInterval into a flow.Table, whose records go to the sink like those
-// of any other source.
+// Package kflow is weir's eBPF source: TCX programs (clsact filters
+// where the kernel has no TCX) on the ingress and egress of the selected
+// interfaces, in every watched namespace and on interfaces that appear
+// later, aggregate packets into a kernel hash map keyed by 5-tuple
+// (bpf/flow.c), and user space drains that map every EvictInterval into a
+// flow.Table, whose records go to the sink like those of any other source.
+// With Drops, a program on skb:kfree_skb adds the packets the kernel drops
+// to their flows, with the reason (drops_linux.go).
 //
 // Draining never races the data path: the programs find their map through
 // a one-slot array of maps; user space puts an empty map there before it
