@@ -230,7 +230,10 @@ func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
 	}
 	fmt.Fprintf(w, "fragments   %s first, %s attributed, %s unattributed\n", n(st.FragFirst), n(st.FragFound), n(st.FragMissing))
 	if st.DropReasons != nil {
-		var parts []string
+		parts := []string{}
+		if len(st.DropReasons) == 0 {
+			parts = append(parts, "none")
+		}
 		for _, r := range slices.Sorted(maps.Keys(st.DropReasons)) {
 			parts = append(parts, fmt.Sprintf("%s %s", r, n(st.DropReasons[r])))
 		}

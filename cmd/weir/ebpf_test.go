@@ -26,7 +26,8 @@ import (
 // known sizes go from A to B over IPv4 and IPv6. Each flow comes out as
 // one JSON record with exact packets and bytes, counted once, at A's end
 // (named A/iface: the first interface the packets cross); the metrics show
-// the duplicates at B's end and no loss; on SIGTERM weir exits 0 and
+// the duplicates at B's end and no loss; with --ebpf-drops the drop
+// program loads and --stats counts drops; on SIGTERM weir exits 0 and
 // leaves no program attached.
 func TestEBPFCapture(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -36,7 +37,7 @@ func TestEBPFCapture(t *testing.T) {
 	bin := buildWeir(t)
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "--source", "ebpf", "-i", pr.A.Iface+","+pr.B.Iface,
-		"--netns", pr.A.Name, "--ebpf-evict-interval", "100ms", "-o", "json", "--stats")
+		"--netns", pr.A.Name, "--ebpf-evict-interval", "100ms", "--ebpf-drops", "-o", "json", "--stats")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestEBPFCapture(t *testing.T) {
 	if len(got) != len(want4)+len(want6) {
 		t.Errorf("%d UDP records, want %d", len(got), len(want4)+len(want6))
 	}
-	for _, s := range []string{"0 lost", "drains      hashmap"} {
+	for _, s := range []string{"0 lost", "drains      hashmap", "drops       "} {
 		if !strings.Contains(stderr.String(), s) {
 			t.Errorf("--stats lacks %q:\n%s", s, stderr.String())
 		}

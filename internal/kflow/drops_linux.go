@@ -89,16 +89,16 @@ func (d *dropState) reasonName(r uint16) string {
 	return fmt.Sprintf("REASON_%d", r)
 }
 
-// attachDrops attaches weir_drops to skb:kfree_skb (one tracepoint for
-// every namespace: the program keeps to those in the watched map).
+// attachDrops attaches weir_drops to the kfree_skb raw tracepoint (one
+// for every namespace: the program keeps to those in the watched map).
 func (s *Source) attachDrops() error {
 	p := s.coll.Programs["weir_drops"]
 	if p == nil {
 		return nil
 	}
-	l, err := link.Tracepoint("skb", "kfree_skb", p, nil)
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "kfree_skb", Program: p})
 	if err != nil {
-		return fmt.Errorf("kflow: attaching to skb:kfree_skb: %w", err)
+		return fmt.Errorf("kflow: attaching to the kfree_skb tracepoint (drop reasons need Linux 5.17+): %w", err)
 	}
 	s.links = append(s.links, l)
 	return nil

@@ -50,15 +50,6 @@ struct sk_buff___weir {
 	__u16 protocol; // network order
 } __attribute__((preserve_access_index));
 
-// The skb:kfree_skb tracepoint's record (reason since Linux 5.17). The
-// enum's type must be an enum for CO-RE to match the field.
-enum skb_drop_reason___weir { SKB_DROP_REASON_NOT_SPECIFIED___weir = 2 };
-
-struct trace_event_raw_kfree_skb___weir {
-	void *skbaddr;
-	enum skb_drop_reason___weir reason;
-} __attribute__((preserve_access_index));
-
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
 static __always_inline __u64 dev_netns(struct __sk_buff *skb)
@@ -614,20 +605,23 @@ int weir_flow_ip_ingress(struct __sk_buff *skb) { return account(skb, 0, 0); }
 SEC("tc")
 int weir_flow_ip_egress(struct __sk_buff *skb) { return account(skb, 0, 1); }
 
-// weir_drops attributes packets the kernel drops (skb:kfree_skb; normal
+// weir_drops attributes packets the kernel drops (kfree_skb; normal
 // frees go to consume_skb) in a watched namespace to their flow: drop
 // packets, bytes and the latest reason on its entry. A flow with no entry
 // gets one with no packets counted, owned by the dropping device (none if
 // the skb had none), so a flow whose every packet is dropped is reported.
-SEC("tracepoint/skb/kfree_skb")
-int weir_drops(struct trace_event_raw_kfree_skb___weir *ctx)
+//
+// A raw tracepoint: attaching needs no tracefs (absent where weir runs
+// under "ip netns exec", which remounts /sys), and the arguments are read
+// as passed: trace_kfree_skb(skb, location, reason[, rx_sk]) since Linux
+// 5.17 (older kernels refuse the third argument at attach).
+SEC("raw_tracepoint/kfree_skb")
+int weir_drops(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 reason = 2; // SKB_DROP_REASON_NOT_SPECIFIED, where the kernel gives none
-	if (bpf_core_field_exists(ctx->reason))
-		reason = ctx->reason;
+	__u32 reason = (__u32)ctx->args[2];
 	if (reason == drop_skip)
 		return 0;
-	struct sk_buff___weir *skb = ctx->skbaddr;
+	struct sk_buff___weir *skb = (void *)ctx->args[0];
 	struct net_device___weir *dev = BPF_CORE_READ(skb, dev);
 	__u64 netns = 0;
 	__u32 ifindex = 0;
