@@ -249,23 +249,7 @@ func (t *Table) Update(p *Packet) {
 // Contains reports whether k's flow (either direction) is live in the
 // table: it has a slot, whether or not it has counted packets since its
 // last record.
-func (t *Table) Contains(k *Key) bool {
-	var w keyWords
-	canonical(k, &w)
-	h := t.hash(&w)
-	for i := fastrange(h, t.n); ; {
-		s := &t.slots[i]
-		if s.tag == h && s.key.eq(&w) {
-			return true
-		}
-		if s.tag == 0 {
-			return false
-		}
-		if i++; i == t.n {
-			i = 0
-		}
-	}
-}
+func (t *Table) Contains(k *Key) bool { return t.lookup(k) != nil }
 
 // Aggregate is a run of packets of one flow direction counted elsewhere
 // (in the kernel, by weir's eBPF program). Packet describes them: Key and
