@@ -42,16 +42,8 @@ func BenchmarkKernel(b *testing.B) {
 	defer stats.Close()
 	pr := testbed.NewPair(b)
 	b.Run("noop", func(b *testing.B) { // the floor: an empty program, as the kernel accounts it
-		spec, err := loadFlow()
-		if err != nil {
-			b.Fatal(err)
-		}
-		prog, err := ebpf.NewProgram(spec.Programs["weir_noop"])
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer prog.Close()
-		err = pr.B.Do(func() error {
+		prog := tcNoop(b)
+		err := pr.B.Do(func() error {
 			ifc, err := net.InterfaceByName(pr.B.Iface)
 			if err != nil {
 				return err

@@ -40,7 +40,7 @@ func tcHost(t *testing.T) (*testbed.Pair, int) {
 }
 
 // tcNoop loads the empty tc program weir_noop.
-func tcNoop(t *testing.T) *ebpf.Program {
+func tcNoop(t testing.TB) *ebpf.Program {
 	t.Helper()
 	spec, err := loadFlow()
 	if err != nil {
