@@ -77,8 +77,9 @@ func collectAll(t *testing.T, d *Decoder, msgs ...[]byte) ([]flow.Record, []erro
 
 // TestDecodeEncoder: weir's encoder → decoder keeps every field (times at
 // the millisecond, names cut to 254 bytes as the encoder does), both
-// families, records split over many messages with refreshed templates;
-// sequence numbers show no gap.
+// families, with and without drops (the drop reason comes back as the
+// name of its RFC 7270 code), records split over many messages with
+// refreshed templates; sequence numbers show no gap.
 func TestDecodeEncoder(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var want []flow.Record
@@ -86,7 +87,11 @@ func TestDecodeEncoder(t *testing.T) {
 	e, _ := NewEncoder(Config{Domain: 3, RefreshMessages: 5}, func(m []byte) error { msgs = append(msgs, append([]byte(nil), m...)); return nil })
 	for i := range 2000 {
 		rec := randRecord(r, i)
+		withDrops(&rec, i)
 		e.Add(&rec)
+		if rec.DropPackets > 0 {
+			rec.DropReason = dropCodeNames[dropStatus(rec.DropReason)-fwdDropped] // the Linux name does not travel
+		}
 		rec.Start -= rec.Start % 1e6
 		rec.End -= rec.End % 1e6
 		if len(rec.Iface) > maxName {
@@ -109,14 +114,61 @@ func TestDecodeEncoder(t *testing.T) {
 		}
 	}
 	st := d.Stats()
-	if st.Records != 2000 || st.SequenceGaps != 0 || st.Messages[2] != uint64(len(msgs)) || st.TemplatesLive != 2 {
+	if st.Records != 2000 || st.SequenceGaps != 0 || st.Messages[2] != uint64(len(msgs)) || st.TemplatesLive != 4 {
 		t.Errorf("stats %+v", st)
 	}
-	// Lose a message: the next one shows a gap.
+	if got[2].DropPackets == 0 || got[2].DropReason != "FOR_US" || got[9].DropReason != "ACL_DROP" || got[9].Key.IPVersion != 6 {
+		t.Errorf("records with drops: %+v\n%+v", got[2], got[9])
+	}
+	// Lose a message (not one whose templates the next needs: message 1
+	// announced the drop templates): the next one shows a gap.
 	d2 := NewDecoder(DecoderConfig{})
-	collectAll(t, d2, append(msgs[:1:1], msgs[2:]...)...)
+	collectAll(t, d2, append(msgs[:2:2], msgs[3:]...)...)
 	if g := d2.Stats().SequenceGaps; g != 1 {
 		t.Errorf("one message lost: %d gaps, want 1", g)
+	}
+}
+
+// TestDecodeDrops: other exporters' drop elements: forwardingStatus in 1
+// octet and in 4 (the old unsigned32 type, as an integer or with the
+// status octet first), dropped counters of reduced size; only the
+// Dropped status names a reason; the same from NetFlow v9.
+func TestDecodeDrops(t *testing.T) {
+	be := binary.BigEndian
+	// addresses, protocol, packets, droppedOctetDeltaCount and
+	// droppedPacketDeltaCount in 4 octets, forwardingStatus in 1
+	t1 := u16s(300, 7, 8, 4, 12, 4, 4, 1, 2, 4, 132, 4, 133, 4, 89, 1)
+	t4 := u16s(301, 4, 8, 4, 12, 4, 2, 4, 89, 4) // forwardingStatus in 4 octets, no dropped counters
+	addrs := []byte{10, 0, 0, 1, 192, 0, 2, 9}
+	rec1 := func(status byte) []byte {
+		b := append(append([]byte(nil), addrs...), 17)
+		b = be.AppendUint32(b, 5)    // packets
+		b = be.AppendUint32(b, 1500) // dropped octets
+		b = be.AppendUint32(b, 3)    // dropped packets
+		return append(b, status)
+	}
+	rec4 := func(status uint32) []byte {
+		return be.AppendUint32(be.AppendUint32(append([]byte(nil), addrs...), 7), status)
+	}
+	msg := build(Version, 0, 1, set(2, t1, t4),
+		set(300, rec1(0x80|12), rec1(0x40|2), rec1(0x80|50)), // Dropped RPF; Forwarded not fragmented; Dropped, code unassigned
+		set(301, rec4(0x8d), rec4(0x83<<24), rec4(0xc1)))     // Dropped for us, as an integer and octet first; Consumed
+	got, errs := collectAll(t, NewDecoder(DecoderConfig{}), msg)
+	if len(errs) > 0 || len(got) != 6 {
+		t.Fatalf("%d records, errors %v", len(got), errs)
+	}
+	for i, want := range []string{"RPF", "", "DROP_178", "FOR_US", "UNROUTABLE", ""} {
+		if got[i].DropReason != want {
+			t.Errorf("record %d: drop reason %q, want %q", i, got[i].DropReason, want)
+		}
+	}
+	if g := got[0]; g.DropBytes != 1500 || g.DropPackets != 3 || g.Packets != 5 || got[3].DropPackets != 0 {
+		t.Errorf("counters %+v, %+v", g, got[3])
+	}
+	// NetFlow v9 shares the element numbers.
+	v9 := build(9, 0, 1, set(0, u16s(260, 4, 8, 4, 12, 4, 133, 4, 89, 1)), set(260, be.AppendUint32(append([]byte(nil), addrs...), 2), []byte{0x80 | 2}))
+	if got, errs := collectAll(t, NewDecoder(DecoderConfig{}), v9); len(errs) > 0 || len(got) != 1 || got[0].DropPackets != 2 || got[0].DropReason != "ACL_DROP" {
+		t.Errorf("v9: %+v, errors %v", got, errs)
 	}
 }
 
@@ -386,6 +438,23 @@ func encoded(n int) [][]byte {
 	return msgs
 }
 
+// encodedDrops returns one message of weir's: the four templates and
+// records of both families with drops and without.
+func encodedDrops() []byte {
+	r := rand.New(rand.NewPCG(9, 10))
+	var msg []byte
+	e, _ := NewEncoder(Config{}, func(m []byte) error { msg = append(msg[:0], m...); return nil })
+	for i := range 8 {
+		rec := randRecord(r, i)
+		if i > 0 { // the first with drops finishes the message before it
+			rec.DropPackets, rec.DropBytes, rec.DropReason = uint64(i), uint64(60*i), dropReasons[i%len(dropReasons)]
+		}
+		e.Add(&rec)
+	}
+	e.Flush()
+	return msg
+}
+
 // BenchmarkDecode decodes weir's own 1,400-byte messages of mixed IPv4
 // and IPv6 records (templates learnt once).
 func BenchmarkDecode(b *testing.B) {
@@ -419,6 +488,8 @@ func FuzzDecode(f *testing.F) {
 	v5[1], v5[3], v5[v5HeaderLen+38] = 5, 1, 6
 	f.Add(v5)
 	f.Add([]byte{0, 10, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(encodedDrops()) // the drop templates and their records
+	f.Add(build(Version, 0, 1, set(2, u16s(300, 4, 8, 4, 132, 2, 133, 1, 89, 4)), set(300, []byte{10, 0, 0, 1, 0, 9, 1, 0x83, 0, 0, 0})))
 	d := NewDecoder(DecoderConfig{MaxSessions: 4, MaxTemplates: 8})
 	exporters := []netip.AddrPort{exporter, netip.MustParseAddrPort("[::1]:9"), netip.MustParseAddrPort("127.0.0.2:1")}
 	f.Fuzz(func(t *testing.T, msg []byte) {

@@ -56,6 +56,9 @@ const (
 	kStartDeltaUs
 	kEndDeltaUs
 	kSampling // samplingInterval, samplerRandomInterval, samplingPacketInterval
+	kDropBytes
+	kDropPackets
+	kFwdStatus // forwardingStatus (RFC 7270 4.12)
 )
 
 // ieKind maps IANA information element ids (also NetFlow v9 field types,
@@ -68,6 +71,7 @@ var ieKind = map[uint16]uint8{
 	150: kStartSec, 151: kEndSec, 152: kStartMs, 153: kEndMs, 154: kStartNTPus, 155: kEndNTPus,
 	156: kStartNTPns, 157: kEndNTPns, 22: kStartUptime, 21: kEndUptime, 160: kSysInitMs,
 	158: kStartDeltaUs, 159: kEndDeltaUs, 34: kSampling, 50: kSampling, 305: kSampling,
+	132: kDropBytes, 133: kDropPackets, 89: kFwdStatus,
 }
 
 // revKind maps kinds to their RFC 5103 reverse (PEN 29305) kinds.
@@ -363,6 +367,17 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 		case kSampling:
 			if t.options && v > 0 && v < 1<<32 {
 				s.sampling = uint32(v)
+			}
+		case kDropBytes:
+			r.DropBytes = v
+		case kDropPackets:
+			r.DropPackets = v
+		case kFwdStatus:
+			if v > 0xff { // a wider field (the type was unsigned32) with the status octet first
+				v = uint64(f[0])
+			}
+			if v>>6 == 2 { // Dropped: the wire names the reason only by its RFC 7270 code
+				r.DropReason = dropCodeNames[v&0x3f]
 			}
 		}
 	}

@@ -15,7 +15,10 @@ const (
 	// 1500-byte Ethernet frame.
 	DefaultMTU = 1400
 	// MinMTU (the smallest datagram every IPv4 host accepts) fits the
-	// header, the templates and one IPv6 record with the longest name.
+	// header, the two plain templates and one IPv6 record with the
+	// longest name (541 bytes). With the drop templates announced too, a
+	// message needs 750 bytes for that: below, the templates go in a
+	// message of their own when they are due.
 	MinMTU = 576
 	// MaxMTU is the largest IPFIX message (its length field is 16 bits).
 	MaxMTU = 65535
@@ -57,8 +60,9 @@ type Encoder struct {
 	seq       uint32 // data records sent before the open message
 	sinceTmpl int    // messages since templates were last sent
 	lastTmpl  time.Time
-	tmpl      []byte // the template set, encoded once
-	fixed     [2]int // fixed-length part of each template's records
+	tmpl      []byte              // the template set, encoded once (again when drops is set)
+	drops     bool                // the drop templates are announced: tmpl holds all four
+	fixed     [len(Templates)]int // fixed-length part of each template's records
 }
 
 // ErrBadConfig is wrapped by NewEncoder's configuration errors.
@@ -83,7 +87,7 @@ func NewEncoder(cfg Config, emit func(msg []byte) error) (*Encoder, error) {
 		cfg.Now = time.Now
 	}
 	e := &Encoder{cfg: cfg, emit: emit, msg: make([]byte, 0, cfg.MTU), set: -1}
-	e.tmpl = appendTemplateSet(nil, Templates[:])
+	e.tmpl = appendTemplateSet(nil, Templates[:2])
 	for i := range Templates {
 		e.fixed[i] = fixedLen(&Templates[i])
 	}
@@ -116,8 +120,9 @@ func appendTemplateSet(b []byte, ts []Template) []byte {
 
 // Reset starts a new transport session (a reconnected TCP or TLS
 // stream): the open message, if any, is dropped, the sequence number
-// restarts at 0 and the templates go out again in the next message. It
-// returns the records dropped with the open message.
+// restarts at 0 and the templates (the drop templates too, once
+// announced) go out again in the next message. It returns the records
+// dropped with the open message.
 func (e *Encoder) Reset() (dropped uint32) {
 	dropped = e.nrec
 	e.open, e.set, e.nrec, e.seq = false, -1, 0, 0
@@ -130,11 +135,21 @@ func (e *Encoder) Reset() (dropped uint32) {
 func (e *Encoder) Sequence() uint32 { return e.seq + e.nrec }
 
 // Add encodes r into the open message, finishing it first when r would
-// not fit. It allocates nothing.
+// not fit. A record with drops uses a drop template; the first one
+// finishes the open message and announces them (announceDrops). It
+// allocates nothing (but for that once).
 func (e *Encoder) Add(r *flow.Record) error {
 	ti := 0
 	if r.Key.IPVersion == 6 {
 		ti = 1
+	}
+	if r.DropPackets > 0 {
+		ti += 2
+		if !e.drops {
+			if err := e.announceDrops(); err != nil {
+				return err
+			}
+		}
 	}
 	name := r.Iface
 	if len(name) > maxName {
@@ -150,7 +165,9 @@ func (e *Encoder) Add(r *flow.Record) error {
 		}
 	}
 	if !e.open {
-		e.start()
+		if err := e.start(need); err != nil {
+			return err
+		}
 	}
 	if e.set < 0 || e.setID != Templates[ti].ID {
 		e.closeSet()
@@ -158,15 +175,18 @@ func (e *Encoder) Add(r *flow.Record) error {
 		e.msg = binary.BigEndian.AppendUint16(e.msg, e.setID)
 		e.msg = append(e.msg, 0, 0) // length, when the set closes
 	}
-	e.msg = appendRecord(e.msg, r, ti == 1, name)
+	e.msg = appendRecord(e.msg, r, ti&1 == 1, ti >= 2, name)
 	e.nrec++
 	return nil
 }
 
 // start opens a message: the header (completed by Flush) and, when due,
-// the templates.
-func (e *Encoder) start() {
+// the templates. When the templates and the first record (need bytes and
+// a set header) do not fit together (MinMTU), the templates are sent in a
+// message of their own.
+func (e *Encoder) start(need int) error {
 	e.msg = append(e.msg[:0], make([]byte, headerLen)...)
+	e.open, e.set, e.nrec = true, -1, 0
 	now := e.cfg.Now()
 	due := e.lastTmpl.IsZero() ||
 		(e.cfg.RefreshMessages > 0 && e.sinceTmpl >= e.cfg.RefreshMessages) ||
@@ -174,8 +194,26 @@ func (e *Encoder) start() {
 	if due {
 		e.msg = append(e.msg, e.tmpl...)
 		e.lastTmpl, e.sinceTmpl = now, 0
+		if len(e.msg)+setHeaderLen+need > e.cfg.MTU {
+			if err := e.Flush(); err != nil {
+				return err
+			}
+			e.msg = append(e.msg[:0], make([]byte, headerLen)...)
+			e.open, e.set, e.nrec = true, -1, 0
+		}
 	}
-	e.open, e.set, e.nrec = true, -1, 0
+	return nil
+}
+
+// announceDrops adds the drop templates to the template set, for the
+// first record with drops: the open message is finished (a collector must
+// learn a template before its records) and the next carries all four
+// templates, as every refresh does from then on.
+func (e *Encoder) announceDrops() error {
+	e.drops = true
+	e.tmpl = appendTemplateSet(e.tmpl[:0], Templates[:])
+	e.lastTmpl = time.Time{} // due
+	return e.Flush()
 }
 
 func (e *Encoder) closeSet() {
@@ -211,8 +249,9 @@ var endReason = [flow.NumReasons]uint8{
 }
 
 // appendRecord writes r in the template's layout (template.go): fixed
-// fields at constant offsets, then the interface name.
-func appendRecord(b []byte, r *flow.Record, v6 bool, name string) []byte {
+// fields at constant offsets, with drops the drop fields, then the
+// interface name.
+func appendRecord(b []byte, r *flow.Record, v6, drops bool, name string) []byte {
 	be := binary.BigEndian
 	b = be.AppendUint64(b, uint64(r.Start/int64(time.Millisecond)))
 	b = be.AppendUint64(b, uint64(r.End/int64(time.Millisecond)))
@@ -241,6 +280,12 @@ func appendRecord(b []byte, r *flow.Record, v6 bool, name string) []byte {
 	if int(r.EndReason) < len(endReason) {
 		reason = endReason[r.EndReason]
 	}
-	b = append(b, r.Key.Proto, reason, byte(len(name)))
+	b = append(b, r.Key.Proto, reason)
+	if drops {
+		b = be.AppendUint64(b, r.DropBytes)
+		b = be.AppendUint64(b, r.DropPackets)
+		b = append(b, dropStatus(r.DropReason))
+	}
+	b = append(b, byte(len(name)))
 	return append(b, name...)
 }

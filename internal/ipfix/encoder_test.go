@@ -1,10 +1,12 @@
 package ipfix
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,10 +149,24 @@ func randRecord(r *rand.Rand, i int) flow.Record {
 	return rec
 }
 
-// TestRoundTrip: many records of both families, read back by an
-// independent decoder from the templates on the wire, keep every field;
-// messages stay within the MTU; sequence numbers count the records before
-// each message; templates come first and again on refresh.
+// dropReasons are the Linux drop reasons withDrops gives records.
+var dropReasons = []string{"NO_SOCKET", "NETFILTER_DROP", "IP_RPFILTER", "TCP_CSUM", "QDISC_DROP", "NOT_SPECIFIED", "TCP_INVALID_SEQUENCE"}
+
+// withDrops gives every seventh record (of either family, from the third)
+// kernel drops, with counts that need all 8 octets.
+func withDrops(rec *flow.Record, i int) {
+	if i%7 == 2 {
+		rec.DropPackets, rec.DropBytes = uint64(i)<<34|1, uint64(i)<<40|60
+		rec.DropReason = dropReasons[i/7%len(dropReasons)]
+	}
+}
+
+// TestRoundTrip: many records of both families, with and without drops,
+// read back by an independent decoder from the templates on the wire,
+// keep every field; messages stay within the MTU; sequence numbers count
+// the records before each message; templates come first, again in the
+// message after the first record with drops (with the drop templates:
+// that record finishes its message) and again on refresh.
 func TestRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	var msgs [][]byte
@@ -164,6 +180,7 @@ func TestRoundTrip(t *testing.T) {
 	recs := make([]flow.Record, n)
 	for i := range recs {
 		recs[i] = randRecord(r, i)
+		withDrops(&recs[i], i)
 		if err := e.Add(&recs[i]); err != nil {
 			t.Fatal(err)
 		}
@@ -185,8 +202,16 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("message %d header %+v; want sequence %d", k, m, len(got))
 		}
 		hasTmpl := len(b) > 20 && binary.BigEndian.Uint16(b[16:]) == 2
-		if want := k%10 == 0; hasTmpl != want {
-			t.Errorf("message %d: templates %v, want %v (first, then every 10)", k, hasTmpl, want)
+		if want := k == 0 || k%10 == 1; hasTmpl != want {
+			t.Errorf("message %d: templates %v, want %v (first, after the first drop, then every 10)", k, hasTmpl, want)
+		}
+		// The first message announces the two plain templates (172 bytes),
+		// the rest all four (364 bytes).
+		if wantLen := map[bool]uint16{true: 172, false: 364}[k == 0]; hasTmpl && binary.BigEndian.Uint16(b[18:]) != wantLen {
+			t.Errorf("message %d: template set of %d bytes, want %d", k, binary.BigEndian.Uint16(b[18:]), wantLen)
+		}
+		if k == 0 && len(m.records) != 2 {
+			t.Errorf("first message holds %d records, want the 2 before the first with drops", len(m.records))
 		}
 		templates = m.templates
 		got = append(got, m.records...)
@@ -227,8 +252,18 @@ func TestRoundTrip(t *testing.T) {
 		if string(d[sk]) != string(src) || string(d[dk]) != string(dst) || string(d["0/82"]) != name {
 			t.Fatalf("record %d: addresses or name differ", i)
 		}
-		if len(d) != 17 {
-			t.Fatalf("record %d has %d fields", i, len(d))
+		nf := 17
+		if w.DropPackets > 0 {
+			nf = 20
+			drops := map[string]uint64{"0/132": w.DropBytes, "0/133": w.DropPackets, "0/89": uint64(dropStatus(w.DropReason))}
+			for k, v := range drops {
+				if len(d[k]) != map[string]int{"0/132": 8, "0/133": 8, "0/89": 1}[k] || u(d[k]) != v {
+					t.Fatalf("record %d field %s = %x, want %d", i, k, d[k], v)
+				}
+			}
+		}
+		if len(d) != nf {
+			t.Fatalf("record %d has %d fields, want %d", i, len(d), nf)
 		}
 	}
 }
@@ -309,13 +344,118 @@ func TestConfig(t *testing.T) {
 			t.Errorf("message of %d bytes at MTU %d", s, MinMTU)
 		}
 	}
+	// With the drop templates announced the templates and the largest
+	// record no longer fit together: the templates go alone, before it,
+	// every time they are due, and everything still decodes.
+	var msgs [][]byte
+	e, _ = NewEncoder(Config{MTU: MinMTU, RefreshMessages: 3}, func(m []byte) error { msgs = append(msgs, append([]byte(nil), m...)); return nil })
+	recs := []flow.Record{rec, rec, rec}
+	recs[1].DropPackets, recs[1].DropBytes, recs[1].DropReason = 1, 1280, "NETFILTER_DROP"
+	for range 4 {
+		for i := range recs {
+			if err := e.Add(&recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.Flush()
+	var kinds []string // per message: t templates, d data
+	for _, m := range msgs {
+		k := ""
+		for p := headerLen; p < len(m); p += int(binary.BigEndian.Uint16(m[p+2:])) {
+			k += map[bool]string{true: "t", false: "d"}[binary.BigEndian.Uint16(m[p:]) == 2]
+		}
+		kinds = append(kinds, k)
+		if len(m) > MinMTU {
+			t.Errorf("message of %d bytes at MTU %d", len(m), MinMTU)
+		}
+	}
+	if got := fmt.Sprint(kinds); got != "[td t d d t d d t d d t d d t d d t d]" {
+		t.Errorf("messages %s, want [td t d d t d d t d d t d d t d d t d]", got)
+	}
+	d := NewDecoder(DecoderConfig{})
+	var n, drops int
+	for _, m := range msgs {
+		if err := d.Decode(exporter, m, func(r *flow.Record) { n, drops = n+1, drops+int(r.DropPackets) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 12 || drops != 4 || d.Stats().SequenceGaps != 0 {
+		t.Errorf("decoded %d records with %d drops, want 12 and 4; %+v", n, drops, d.Stats())
+	}
 }
 
-// TestAddAllocs: encoding a record allocates nothing.
+// TestNoDropsUnchanged: without records with drops the encoder's output
+// is byte for byte what it was before the drop templates existed (the
+// digest was taken then): same template set, same records.
+func TestNoDropsUnchanged(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	h := sha256.New()
+	e, _ := NewEncoder(Config{Domain: 9, RefreshMessages: 7, Now: func() time.Time { return now }}, func(m []byte) error { h.Write(m); return nil })
+	r := rand.New(rand.NewPCG(13, 14))
+	for i := range 1000 {
+		rec := randRecord(r, i)
+		if err := e.Add(&rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Flush()
+	if got := fmt.Sprintf("%x", h.Sum(nil)); got != "c0ef13fc67ee47367f6f02d9c47570ac6926f89486de702168c9c38e1a5f742c" {
+		t.Errorf("output digest %s changed", got)
+	}
+}
+
+// TestDropStatus: Linux drop reasons map to RFC 7270 forwardingStatus
+// codes; no entry of the table is shadowed by another (a name twice, a
+// prefix that takes another's reasons); the names
+// the decoder gives codes map back to the same codes; anything else is
+// 128, unknown.
+func TestDropStatus(t *testing.T) {
+	for reason, want := range map[string]uint8{
+		"NETFILTER_DROP": 130, "TC_INGRESS": 130, "XDP": 130, "XFRM_POLICY": 129, "SECURITY_HOOK": 129,
+		"IP_INNOROUTES": 131, "IP_OUTNOROUTES": 131, "IP_INADDRERRORS": 131,
+		"NEIGH_FAILED": 132, "NEIGH_CREATEFAIL": 132, "NEIGH_QUEUEFULL": 132, "NEIGH_DEAD": 132,
+		"PKT_TOO_BIG": 133, "FRAG_REASM_TIMEOUT": 133, "FRAG_TOO_FAR": 133, "DUP_FRAG": 133,
+		"IP_CSUM": 134, "TCP_CSUM": 134, "UDP_CSUM": 134, "ICMP_CSUM": 134, "SKB_CSUM": 134,
+		"PKT_TOO_SMALL": 135, "IP_INHDR": 136, "HDR_TRUNC": 136, "TCP_MINTTL": 137,
+		"QDISC_DROP": 138, "QDISC_OVERLIMIT": 138, "FQ_FLOW_LIMIT": 138, "QDISC_CONGESTED": 139, "CAKE_FLOOD": 139,
+		"IP_RPFILTER": 140, "IP_INVALID_SOURCE": 140,
+		"NO_SOCKET": 141, "SOCKET_RCVBUFF": 141, "TCP_INVALID_SEQUENCE": 141, "PROTO_MEM": 141,
+		"NOT_SPECIFIED": 128, "SUBSYSTEM": 128, "OTHERHOST": 128, "REASON_999": 128, "": 128, "TCP": 128,
+		"ACL_DROP": 130, "FOR_US": 141, "UNKNOWN": 128, "DROP_150": 150, "HARDWARE": 143,
+	} {
+		if got := dropStatus(reason); got != want {
+			t.Errorf("dropStatus(%q) = %d, want %d", reason, got, want)
+		}
+	}
+	for _, c := range dropCodes {
+		name := c.reason
+		if p, ok := strings.CutSuffix(name, "*"); ok {
+			name = p + "SOMETHING"
+		}
+		if got := dropStatus(name); got != c.code || c.code < 128 || c.code > 143 {
+			t.Errorf("table entry %s → %d: %s maps to %d", c.reason, c.code, name, got)
+		}
+	}
+	for code := 128; code < 192; code++ {
+		if got := dropStatus(dropCodeNames[code-128]); got != uint8(code) {
+			t.Errorf("code %d → %s → %d", code, dropCodeNames[code-128], got)
+		}
+	}
+}
+
+// TestAddAllocs: encoding a record, with drops or without, allocates
+// nothing (once the drop templates are announced: AllocsPerRun's warm-up
+// run does that).
 func TestAddAllocs(t *testing.T) {
 	e, _ := NewEncoder(Config{}, func([]byte) error { return nil })
-	rec := randRecord(rand.New(rand.NewPCG(7, 8)), 1)
-	if a := testing.AllocsPerRun(10000, func() { e.Add(&rec) }); a != 0 {
+	r := rand.New(rand.NewPCG(7, 8))
+	recs := []flow.Record{randRecord(r, 1), randRecord(r, 2), randRecord(r, 3), randRecord(r, 6)} // IPv4, IPv4, IPv6, IPv6
+	for _, i := range []int{1, 3} {
+		recs[i].DropPackets, recs[i].DropBytes, recs[i].DropReason = 3, 180, dropReasons[i]
+	}
+	i := 0
+	if a := testing.AllocsPerRun(10000, func() { e.Add(&recs[i%4]); i++ }); a != 0 {
 		t.Errorf("%v allocations per record", a)
 	}
 }

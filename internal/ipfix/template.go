@@ -7,6 +7,12 @@
 // first message and again every RefreshMessages messages or RefreshInterval
 // (as UDP transport needs). Encoding a record allocates nothing: each
 // template has a fixed layout written at constant offsets.
+//
+// Records with kernel drops (flow.Record.DropPackets > 0) use two more
+// templates that add droppedOctetDeltaCount, droppedPacketDeltaCount and
+// forwardingStatus (RFC 7270 4.12, drops.go); they are announced when the
+// first such record comes, so an exporter without drops sends exactly what
+// it sent before they existed.
 package ipfix
 
 // Version is the IPFIX message version number.
@@ -41,16 +47,23 @@ const (
 	IEICMPTypeCodeIPv4         = 32
 	IEVLANID                   = 58
 	IEInterfaceName            = 82
+	IEForwardingStatus         = 89 // unsigned8 (RFC 7270 4.12): status in the top 2 bits, reason in the low 6
+	IEDroppedOctetDeltaCount   = 132
+	IEDroppedPacketDeltaCount  = 133
 	IEFlowEndReason            = 136
 	IEICMPTypeCodeIPv6         = 139
 	IEFlowStartMilliseconds    = 152
 	IEFlowEndMilliseconds      = 153
 )
 
-// Template ids of the two record layouts (data set ids are template ids).
+// Template ids of the record layouts (data set ids are template ids): the
+// biflow of each family, and the same with the drop fields for records
+// with DropPackets > 0.
 const (
-	TemplateIPv4 = 256
-	TemplateIPv6 = 257
+	TemplateIPv4      = 256
+	TemplateIPv6      = 257
+	TemplateIPv4Drops = 258
+	TemplateIPv6Drops = 259
 )
 
 // Template is a template id and its fields in order.
@@ -59,11 +72,13 @@ type Template struct {
 	Fields []Field
 }
 
-// biflowFields is the layout of both templates; addrID/addrLen and icmpID
-// differ by family. Fixed-length fields come first, so each sits at a
-// constant offset; the interface name (variable) is last.
-func biflowFields(srcID, dstID, addrLen, icmpID uint16) []Field {
-	return []Field{
+// biflowFields is the layout of the templates; addrID/addrLen and icmpID
+// differ by family, and drops adds the drop fields. Fixed-length fields
+// come first, so each sits at a constant offset; the interface name
+// (variable) is last. The drop templates are the plain ones with the drop
+// fields inserted before the name, so both share every other offset.
+func biflowFields(srcID, dstID, addrLen, icmpID uint16, drops bool) []Field {
+	fs := []Field{
 		{ID: IEFlowStartMilliseconds, Length: 8},
 		{ID: IEFlowEndMilliseconds, Length: 8},
 		{ID: IEOctetDeltaCount, Length: 8},
@@ -80,14 +95,25 @@ func biflowFields(srcID, dstID, addrLen, icmpID uint16) []Field {
 		{ID: IEVLANID, Length: 2},
 		{ID: IEProtocolIdentifier, Length: 1},
 		{ID: IEFlowEndReason, Length: 1},
-		{ID: IEInterfaceName, Length: Variable},
 	}
+	if drops {
+		fs = append(fs,
+			Field{ID: IEDroppedOctetDeltaCount, Length: 8},
+			Field{ID: IEDroppedPacketDeltaCount, Length: 8},
+			Field{ID: IEForwardingStatus, Length: 1},
+		)
+	}
+	return append(fs, Field{ID: IEInterfaceName, Length: Variable})
 }
 
-// Templates are the record layouts: IPv4 and IPv6 biflows.
-var Templates = [2]Template{
-	{ID: TemplateIPv4, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4)},
-	{ID: TemplateIPv6, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6)},
+// Templates are the record layouts: IPv4 and IPv6 biflows, then the same
+// with the drop fields. An Encoder announces the first two from its first
+// message, the last two from its first record with drops.
+var Templates = [4]Template{
+	{ID: TemplateIPv4, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, false)},
+	{ID: TemplateIPv6, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, false)},
+	{ID: TemplateIPv4Drops, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, true)},
+	{ID: TemplateIPv6Drops, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, true)},
 }
 
 // fixedLen is the length of a template's fixed-length part.

@@ -41,8 +41,10 @@ func udp4(payload []byte, port uint16) []byte {
 
 // TestTshark: Wireshark's IPFIX dissector (cflow) reads weir's messages:
 // every record's addresses, ports, protocol, forward counters, times, end
-// reason, VLAN and interface name equal the record's, and the reverse
-// counters are present as RFC 5103 reverse elements.
+// reason, VLAN and interface name equal the record's, the reverse
+// counters are present as RFC 5103 reverse elements, and records with
+// drops carry their dropped octets and packets and a forwardingStatus of
+// status Drop with the reason's RFC 7270 code.
 func TestTshark(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
@@ -67,6 +69,7 @@ func TestTshark(t *testing.T) {
 	recs := make([]flow.Record, n)
 	for i := range recs {
 		recs[i] = randRecord(r, i)
+		withDrops(&recs[i], i)
 		if i%50 == 0 {
 			recs[i].Iface = "veth-" + strconv.Itoa(i)
 		}
@@ -86,7 +89,8 @@ func TestTshark(t *testing.T) {
 	}
 	fields := []string{"cflow.srcaddr", "cflow.srcaddrv6", "cflow.dstaddr", "cflow.dstaddrv6", "cflow.srcport",
 		"cflow.dstport", "cflow.protocol", "cflow.octets", "cflow.packets", "cflow.abstimestart", "cflow.abstimeend",
-		"cflow.flow_end_reason", "cflow.vlanid", "cflow.if_name", "cflow.sequence", "cflow.od_id"}
+		"cflow.flow_end_reason", "cflow.vlanid", "cflow.if_name", "cflow.sequence", "cflow.od_id",
+		"cflow.drop_octets", "cflow.drop_packets", "cflow.forwarding_status", "cflow.forwarding_status_drop_code"}
 	args := []string{"-n", "-r", path, "-d", "udp.port==" + strconv.Itoa(port) + ",cflow", "-T", "fields",
 		"-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
 	for _, f := range fields {
@@ -121,8 +125,18 @@ func TestTshark(t *testing.T) {
 			}
 		}
 		nrec := len(per[6]) // protocol: one per record
-		v4, v6 := 0, 0
+		v4, v6, nd := 0, 0, 0
 		for k := range nrec {
+			if w := &recs[len(got)]; w.DropPackets > 0 { // the drop fields list the records with drops
+				want := []string{strconv.FormatUint(w.DropBytes, 10), strconv.FormatUint(w.DropPackets, 10), "2",
+					strconv.Itoa(int(dropStatus(w.DropReason) & 0x3f))}
+				for j, v := range want {
+					if nd >= len(per[16+j]) || per[16+j][nd] != v {
+						t.Fatalf("record %d: tshark %s %v, weir %s", len(got), fields[16+j], per[16+j], v)
+					}
+				}
+				nd++
+			}
 			rec := make([]string, 14)
 			if recs[len(got)].Key.IPVersion == 6 {
 				rec[0], rec[2] = per[1][v6], per[3][v6]
@@ -137,6 +151,9 @@ func TestTshark(t *testing.T) {
 			rec[11], rec[12], rec[13] = per[11][k], per[12][k], per[13][k]
 			starts, ends = append(starts, per[9][k]), append(ends, per[10][k])
 			got = append(got, rec)
+		}
+		if len(per[16]) != nd {
+			t.Errorf("tshark found %d records with drops in a message, weir sent %d", len(per[16]), nd)
 		}
 		seqWant += nrec
 	}
