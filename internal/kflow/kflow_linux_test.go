@@ -36,6 +36,14 @@ func (c *collect) Close() error { return nil }
 // returns every record.
 func start(t *testing.T, h *testbed.Host, cfg Config, specs ...string) (*Source, func() []flow.Record) {
 	t.Helper()
+	s, _, stop := startOut(t, h, cfg, specs...)
+	return s, stop
+}
+
+// startOut is start that also returns the sink, which a test may read
+// (under its lock) while the source runs.
+func startOut(t *testing.T, h *testbed.Host, cfg Config, specs ...string) (*Source, *collect, func() []flow.Record) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("eBPF needs root (CAP_BPF, CAP_NET_ADMIN); CI runs this as root")
 	}
@@ -65,7 +73,7 @@ func start(t *testing.T, h *testbed.Host, cfg Config, specs ...string) (*Source,
 			t.Fatalf("not attached after 10s: %v", <-done)
 		}
 	}
-	return s, func() []flow.Record {
+	return s, out, func() []flow.Record {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)

@@ -3,119 +3,14 @@
 package live
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/testbed"
 )
-
-// need returns the path of a Debian tool, skipping (or failing under CI,
-// where scripts/deps.sh installed it) when it is missing.
-func need(t *testing.T, tool, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not installed (Debian package %s; scripts/deps.sh installs it): CI must not skip the independent capture", tool, pkg)
-		}
-		t.Skipf("%s not installed (Debian package %s); run scripts/deps.sh", tool, pkg)
-	}
-	return p
-}
-
-// dumpcap captures h's interface into a pcap file with libpcap, as an
-// independent witness; stop ends it and returns the file.
-func dumpcap(t *testing.T, h *testbed.Host) (stop func() string) {
-	t.Helper()
-	bin := need(t, "dumpcap", "wireshark-common")
-	file := filepath.Join(t.TempDir(), "witness.pcap")
-	cmd := exec.Command("ip", "netns", "exec", h.Name, bin, "-q", "-i", h.Iface, "-B", "32", "-P", "-w", file, "-f", "tcp")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	// dumpcap says "Capturing on" once its socket is bound and filtered.
-	waitFor(t, 10*time.Second, func() bool { return strings.Contains(stderr.String(), "Capturing on") },
-		func() string { return "dumpcap did not start: " + stderr.String() })
-	time.Sleep(300 * time.Millisecond) // margin: the message is written just before the capture loop
-	return func() string {
-		time.Sleep(300 * time.Millisecond) // let the last frames land
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("dumpcap: %v: %s", err, stderr.String())
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("dumpcap did not stop")
-		}
-		return file
-	}
-}
-
-// tsharkCounts reduces a pcap to packets and IP bytes per (destination
-// port of the connection, direction), with tshark's own dissector.
-func tsharkCounts(t *testing.T, file string, serverPorts map[uint16]bool) map[uint16]*testbed.DirCounts {
-	t.Helper()
-	bin := need(t, "tshark", "tshark")
-	out, err := exec.Command(bin, "-n", "-r", file, "-T", "fields", "-E", "separator=,",
-		"-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "ip.len", "-e", "ipv6.plen").Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	m := map[uint16]*testbed.DirCounts{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
-		if len(f) != 4 {
-			t.Fatalf("tshark line %q", sc.Text())
-		}
-		sp, _ := strconv.Atoi(f[0])
-		dp, _ := strconv.Atoi(f[1])
-		n := 0
-		if f[2] != "" {
-			n, _ = strconv.Atoi(f[2])
-		} else {
-			n, _ = strconv.Atoi(f[3])
-			n += 40
-		}
-		port, fwd := uint16(dp), true
-		if serverPorts[uint16(sp)] {
-			port, fwd = uint16(sp), false
-		}
-		if !serverPorts[port] {
-			continue
-		}
-		c := m[port]
-		if c == nil {
-			c = &testbed.DirCounts{}
-			m[port] = c
-		}
-		if fwd {
-			c.Pkts++
-			c.Bytes += uint64(n)
-		} else {
-			c.RPkts++
-			c.RBytes += uint64(n)
-		}
-	}
-	return m
-}
 
 // TestTCPAgainstDumpcap: 200 TCP connections of varied sizes (IPv4 and
 // IPv6); weir's per-flow packets and bytes equal those of dumpcap's capture
@@ -127,7 +22,7 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 		name := map[bool]string{false: "ipv4", true: "ipv6"}[v6]
 		t.Run(name, func(t *testing.T) {
 			const conns, base = 200, 31000
-			stopWitness := dumpcap(t, pr.B)
+			stopWitness := testbed.Dumpcap(t, pr.B)
 			r := startCapture(t, testConfig(t, pr.B, pr.B.Iface), 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -153,7 +48,7 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 					t.Fatalf("the kernel dropped %d packets for weir's ring on %s: counts cannot match", f.Kernel.Drops, f.Name)
 				}
 			}
-			want := tsharkCounts(t, file, ports)
+			want := testbed.TsharkTCP(t, file, ports)
 			got := testbed.ByDstPort(recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))
 			if len(want) != conns || len(got) != conns {
 				var missing []uint16
