@@ -130,14 +130,7 @@ func (s *Source) drainPerKey(m *ebpf.Map) (int, error) {
 func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 	a := &s.agg
 	*a = flow.Aggregate{}
-	a.Key.SrcAddr, a.Key.DstAddr = k.Src, k.Dst
-	a.Key.IPVersion = 6
-	if isMapped(&k.Src) {
-		a.Key.IPVersion = 4
-	}
-	a.Key.Proto = k.Proto
-	a.Key.SrcPort, a.Key.DstPort = k.Sport, k.Dport
-	a.Key.ICMPType, a.Key.ICMPCode = k.IcmpType, k.IcmpCode
+	setKey(&a.Key, k)
 	a.First = int64(v.FirstNs) + s.monoOff
 	a.Time = int64(max(v.LastNs, v.FirstNs)) + s.monoOff // last is read from the tick clock: it may lag
 	a.TCPFlags = uint8(v.Marks)
@@ -175,6 +168,18 @@ func (s *Source) iface(netns uint64, ifindex uint32) uint16 {
 	i := s.names.Index(fmt.Sprintf("if%d", ifindex)) // not attached by us (a race with a new interface)
 	s.ifaces[k] = i
 	return i
+}
+
+// setKey sets fk to the kernel's key k.
+func setKey(fk *flow.Key, k *flowFlowKey) {
+	fk.SrcAddr, fk.DstAddr = k.Src, k.Dst
+	fk.IPVersion = 6
+	if isMapped(&k.Src) {
+		fk.IPVersion = 4
+	}
+	fk.Proto = k.Proto
+	fk.SrcPort, fk.DstPort = k.Sport, k.Dport
+	fk.ICMPType, fk.ICMPCode = k.IcmpType, k.IcmpCode
 }
 
 func isMapped(a *[16]byte) bool {
