@@ -109,7 +109,7 @@ func kernelCost(b *testing.B, prog *ebpf.Program, send func(uint16), flows int) 
 }
 
 // benchSource makes a Source on h's interface without running it.
-func benchSource(b *testing.B, h *testbed.Host, cfg Config) *Source {
+func benchSource(b testing.TB, h *testbed.Host, cfg Config) *Source {
 	b.Helper()
 	sel, err := netdev.ParseSelector([]string{h.Iface})
 	if err != nil {
