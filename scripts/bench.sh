@@ -87,6 +87,8 @@ echo "   CPU per million packets (weir-cpu-ms/Mpkt: process CPU with the source 
 if [ "$(id -u)" = 0 ]; then
   go test -run '^$' -bench 'BenchmarkKernel' -benchtime 200000x -count "$count" ./internal/kflow >"$out/kflow.txt"
   go test -run '^$' -bench 'BenchmarkEvict|BenchmarkRSS' -benchmem -benchtime 5x -count "$count" ./internal/kflow >>"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkMapDesign' -benchtime 200000x -count "$count" ./internal/kflow >>"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkMapDrain' -benchmem -benchtime 5x -count "$count" ./internal/kflow >>"$out/kflow.txt"
   go test -run '^$' -bench 'BenchmarkCPU' -benchtime 1000000x -count "$count" ./internal/kflow >>"$out/kflow.txt"
   go run ./internal/tools/benchsum "$out"/kflow.txt
   line=$(bin/weir capture --source ebpf -i lo --ebpf-max-flows 100000 --duration 3s -o none --data-dir off --metrics-addr off --stats 2>&1 | grep '^memory')
