@@ -143,7 +143,8 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 	if v.DropPackets > 0 {
 		s.noteDrops(a, v)
 	}
-	a.Packets, a.Bytes = uint32(min(v.Packets, 1<<32-1)), v.Bytes
+	packets, bytes := s.cfg.carry.counts(v)
+	a.Packets, a.Bytes = uint32(min(packets, 1<<32-1)), bytes
 	if a.Packets > 0 { // an entry the drop program made may have none
 		a.Iface = s.iface(v.Netns, v.Ifindex)
 		s.table.UpdateAggregate(a)

@@ -27,8 +27,8 @@ type flowFlowKey struct {
 
 type flowFlowVal struct {
 	_           structs.HostLayout
-	Packets     uint64
-	Bytes       uint64
+	Pb          uint64
+	Carry       uint64
 	FirstNs     uint64
 	LastNs      uint64
 	Netns       uint64
@@ -94,6 +94,8 @@ const (
 	flowProgWeirFlowIpEgress   = "weir_flow_ip_egress"
 	flowProgWeirFlowIpIngress  = "weir_flow_ip_ingress"
 	flowProgWeirNoop           = "weir_noop"
+	flowVarCarryBytes          = "carry_bytes"
+	flowVarCarryPackets        = "carry_packets"
 	flowVarDropSkip            = "drop_skip"
 	flowVarOverflowRing        = "overflow_ring"
 	flowVarSampleFlows         = "sample_flows"
@@ -169,6 +171,8 @@ type flowMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowVariableSpecs struct {
+	CarryBytes        *ebpf.VariableSpec `ebpf:"carry_bytes"`
+	CarryPackets      *ebpf.VariableSpec `ebpf:"carry_packets"`
 	DropSkip          *ebpf.VariableSpec `ebpf:"drop_skip"`
 	OverflowRing      *ebpf.VariableSpec `ebpf:"overflow_ring"`
 	SampleFlows       *ebpf.VariableSpec `ebpf:"sample_flows"`
@@ -222,6 +226,8 @@ func (m *flowMaps) Close() error {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowVariables struct {
+	CarryBytes        *ebpf.Variable `ebpf:"carry_bytes"`
+	CarryPackets      *ebpf.Variable `ebpf:"carry_packets"`
 	DropSkip          *ebpf.Variable `ebpf:"drop_skip"`
 	OverflowRing      *ebpf.Variable `ebpf:"overflow_ring"`
 	SampleFlows       *ebpf.Variable `ebpf:"sample_flows"`

@@ -82,7 +82,8 @@ type Config struct {
 	// or AttachTC.
 	Attach AttachMode
 
-	noPrealloc bool // flow maps with BPF_F_NO_PREALLOC (benchmarks compare)
+	noPrealloc bool  // flow maps with BPF_F_NO_PREALLOC (benchmarks compare)
+	carry      carry // the programs' carry points; zero: the defaults (tests lower them)
 }
 
 // AttachMode is how the programs are attached to an interface.
@@ -253,4 +254,32 @@ func (s *Stats) Occupancy() uint64 {
 		return 0
 	}
 	return s.MapInserts - out
+}
+
+// carry holds the points at which the programs move a flow's packet and
+// byte counts out of their shared word (see count_packet in bpf/flow.c).
+type carry struct{ packets, bytes uint64 }
+
+// pbShift is the bit at which a flow value's word pb holds packets.
+const pbShift = 40
+
+// defaultCarry is half of each field of pb: 24 bits of packets, 40 of bytes.
+var defaultCarry = carry{packets: 1 << 23, bytes: 1 << 39}
+
+// counts returns the packets and bytes of a flow value.
+func (c carry) counts(v *flowFlowVal) (packets, bytes uint64) {
+	return v.Pb>>pbShift + (v.Carry>>32)*c.packets, v.Pb&(1<<pbShift-1) + (v.Carry&(1<<32-1))*c.bytes
+}
+
+// add counts one packet of n bytes in v as the kernel's count_packet does.
+func (c carry) add(v *flowFlowVal, n uint32) {
+	v.Pb += 1<<pbShift | uint64(n)
+	if v.Pb>>pbShift >= c.packets {
+		v.Pb -= c.packets << pbShift
+		v.Carry += 1 << 32
+	}
+	if v.Pb&(1<<pbShift-1) >= c.bytes {
+		v.Pb -= c.bytes
+		v.Carry++
+	}
 }

@@ -25,13 +25,14 @@ type spill struct {
 	cur      map[flowFlowKey]flowFlowVal
 	spare    map[flowFlowKey]flowFlowVal
 	limit    int
+	carry    carry         // as the programs count (Config.carry)
 	read     uint64        // ring records read (under mu)
 	pressure chan struct{} // a record arrived (buffered 1: a hint, not a count)
 	stopping atomic.Bool
 }
 
-func (sp *spill) init(limit int) {
-	sp.limit = max(limit, 1)
+func (sp *spill) init(limit int, c carry) {
+	sp.limit, sp.carry = max(limit, 1), c
 	sp.cur, sp.spare = map[flowFlowKey]flowFlowVal{}, map[flowFlowKey]flowFlowVal{}
 	sp.taken = sync.NewCond(&sp.mu)
 	sp.pressure = make(chan struct{}, 1)
@@ -108,8 +109,7 @@ func (sp *spill) add(r *flowOverflowRec) {
 	if v.Ifindex != r.Ifindex || v.Netns != r.Netns {
 		v.addOther(r.Netns, r.Ifindex, r.Len)
 	} else {
-		v.Packets++
-		v.Bytes += uint64(r.Len)
+		sp.carry.add(&v, r.Len)
 		v.FirstNs = min(v.FirstNs, r.Ts)
 		v.LastNs = max(v.LastNs, r.Ts)
 		v.Marks |= uint32(r.Flags) | uint32(r.Role)<<8

@@ -98,6 +98,14 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 			return nil, fmt.Errorf("kflow: setting %s: %w", name, err)
 		}
 	}
+	if c.carry == (carry{}) {
+		c.carry = defaultCarry
+	}
+	for name, v := range map[string]uint64{"carry_packets": c.carry.packets, "carry_bytes": c.carry.bytes} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("kflow: setting %s: %w", name, err)
+		}
+	}
 	if c.RingSize > 0 {
 		spec.Maps["overflow"].MaxEntries = uint32(c.RingSize)
 	} else {
@@ -125,7 +133,7 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	}
 	delete(spec.Maps, "flows") // only its shape is needed; the two maps are made below
 	spec.Maps["active"].InnerMap = flows
-	s.sp.init(min(c.MaxFlows, maxSpill))
+	s.sp.init(min(c.MaxFlows, maxSpill), c.carry)
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, fmt.Errorf("kflow: loading the programs: %w", err)

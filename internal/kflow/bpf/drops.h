@@ -111,7 +111,7 @@ int weir_drops(struct bpf_raw_tracepoint_args *ctx)
 	__sync_fetch_and_add(&v->drop_packets, 1);
 	__sync_fetch_and_add(&v->drop_bytes, p.len);
 	v->drop_reason = r16;
-	if (v->packets == 0) // a flow only drops made: its times are theirs
+	if (v->pb == 0 && v->carry == 0) // a flow only drops made: its times are theirs
 		v->last_ns = bpf_ktime_get_ns();
 	count(COUNT_DROPS);
 	return 0;

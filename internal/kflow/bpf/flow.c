@@ -68,6 +68,17 @@ volatile const __u32 sample_flows = 0;  // 1: sample whole flows by hash; 0: pac
 volatile const __u32 overflow_ring = 1; // 1: packets the map has no room for go to the ring buffer
 volatile const __u32 drop_skip = 0xffffffff; // SKB_CONSUMED's value in this kernel: not a drop
 
+// A packet's count and bytes go into one 64-bit word, so counting costs
+// one atomic add, not two (~9 ns each on a VM): bytes in the low 40 bits,
+// packets in the high 24. The add that takes a field to carry_bytes or
+// carry_packets (half its range; tests lower them) moves that much into
+// carry, so neither field overflows and the counts stay exact. carry_bytes
+// must exceed any packet's length.
+#define PB_SHIFT 40
+#define PB_BYTES ((1ULL << PB_SHIFT) - 1)
+volatile const __u64 carry_packets = 1ULL << 23;
+volatile const __u64 carry_bytes = 1ULL << 39;
+
 struct flow_key {
 	__u8 src[16];
 	__u8 dst[16];
@@ -95,8 +106,8 @@ struct flow_other {
 };
 
 struct flow_val {
-	__u64 packets;
-	__u64 bytes;
+	__u64 pb;         // packets << PB_SHIFT | bytes: see count_packet
+	__u64 carry;      // what count_packet moved out of pb: packet carries << 32 | byte carries
 	__u64 first_ns;   // CLOCK_MONOTONIC (bpf_ktime_get_ns)
 	__u64 last_ns;
 	__u64 netns;      // netns cookie of the interface that counts the flow
@@ -310,6 +321,21 @@ static __always_inline void spill(struct flow_key *key, struct pkt *p, __u64 now
 	count(COUNT_RING);
 }
 
+// count_packet adds one packet of len bytes to pb, carrying as above.
+static __always_inline void count_packet(__u64 *pb, __u64 *carry, __u32 len)
+{
+	__u64 old = __sync_fetch_and_add(pb, (1ULL << PB_SHIFT) | len);
+	__u64 op = old >> PB_SHIFT, ob = old & PB_BYTES;
+	if (op < carry_packets && op + 1 >= carry_packets) { // once per carry_packets packets
+		__sync_fetch_and_sub(pb, carry_packets << PB_SHIFT);
+		__sync_fetch_and_add(carry, 1ULL << 32);
+	}
+	if (ob < carry_bytes && ob + len >= carry_bytes) { // once per carry_bytes bytes
+		__sync_fetch_and_sub(pb, carry_bytes);
+		__sync_fetch_and_add(carry, 1);
+	}
+}
+
 // other notes that the interface (netns, ifindex) saw a packet of v's
 // flow that v counts elsewhere, and adds it to that interface's counts.
 static __always_inline void other(struct flow_val *v, __u64 netns, __u32 ifindex, __u32 len)
@@ -363,7 +389,7 @@ static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 	if (!v) {
 		now = bpf_ktime_get_ns(); // exact first-packet time: once per flow and drain
 		struct flow_val nv = {
-			.packets = 1, .bytes = p.len, .first_ns = now, .last_ns = now,
+			.pb = (1ULL << PB_SHIFT) | p.len, .first_ns = now, .last_ns = now,
 			.netns = netns, .ifindex = ifindex, .egress = egress,
 			.marks = p.flags | (__u32)p.role << 8,
 		};
@@ -391,8 +417,7 @@ static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 		other(v, netns, ifindex, p.len);
 		return TC_PASS;
 	}
-	__sync_fetch_and_add(&v->packets, 1);
-	__sync_fetch_and_add(&v->bytes, p.len);
+	count_packet(&v->pb, &v->carry, p.len);
 	// The tick-resolution clock: bpf_ktime_get_ns costs ~45 ns per packet
 	// on a VM's TSC, this a few. It lags the exact clock by up to a tick,
 	// so a last time can read earlier than the first (user space clamps).
