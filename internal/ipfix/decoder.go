@@ -23,6 +23,9 @@ const (
 	MaxFields = 512
 	// maxNames bounds the interface names interned per session.
 	maxNames = 256
+	// maxSelectors bounds the sampling selectors (selectorId → interval,
+	// from options data) remembered per session.
+	maxSelectors = 64
 )
 
 // DecoderConfig configures a Decoder.
@@ -52,6 +55,8 @@ const (
 	ErrTooManySessions                     // the exporter×domain bound was reached
 	ErrBadFieldLength                      // a variable-length field runs past its set
 	ErrBadCount                            // NetFlow v5 count disagrees with the length
+	ErrTooManySelectors                    // a session's bound of sampling selectors was reached: the new one is ignored
+	ErrUnknownSelector                     // a record names a selector no options data announced: its sampling is unknown
 	numDecodeErrors
 )
 
@@ -59,7 +64,8 @@ const (
 const NumDecodeErrors = int(numDecodeErrors)
 
 var decodeErrorNames = [numDecodeErrors]string{"short_header", "bad_version", "bad_length", "bad_set_length",
-	"unknown_template", "bad_template", "too_many_templates", "too_many_sessions", "bad_field_length", "bad_count"}
+	"unknown_template", "bad_template", "too_many_templates", "too_many_sessions", "bad_field_length", "bad_count",
+	"too_many_selectors", "unknown_selector"}
 
 // String returns the error's metric label.
 func (e DecodeError) String() string {
@@ -137,10 +143,13 @@ type session struct {
 	seqKnown  bool   // the last message can be checked against
 	seqRules  seqRules
 	names     map[string]string
-	sampling  uint32
-	sysInit   int64     // systemInitTimeMilliseconds from options data, Unix ms
-	expiry    time.Time // next time expire looks at the templates
-	lastName  string    // the last interface name: records come in runs
+	sampling  uint32            // 1-in-N of records that name no selector: options data without one, or the v5 header
+	selectors map[uint64]uint32 // selectorId → 1-in-N, from options data (at most maxSelectors)
+	lastSel   uint64            // the selector last looked up
+	lastSelN  uint32            // and its interval (0: none)
+	sysInit   int64             // systemInitTimeMilliseconds from options data, Unix ms
+	expiry    time.Time         // next time expire looks at the templates
+	lastName  string            // the last interface name: records come in runs
 }
 
 // Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
@@ -193,7 +202,8 @@ func (d *Decoder) Forget(exporter netip.AddrPort) {
 }
 
 // Sampling returns the 1-in-N packet sampling interval an exporter's
-// options data (or NetFlow v5 header) announced for domain, or 0.
+// options data without a selector (or NetFlow v5 header) announced for
+// domain, or 0. Decoded records carry their own in flow.Record.Sampling.
 func (d *Decoder) Sampling(exporter netip.AddrPort, domain uint32) uint32 {
 	for _, v := range []uint16{Version, 9, 5} {
 		if s := d.sessions[sessionKey{exporter, domain, v}]; s != nil && s.sampling != 0 {

@@ -343,7 +343,7 @@ func TestDecodeNetFlow(t *testing.T) {
 	d5 := NewDecoder(DecoderConfig{})
 	got, errs = collectAll(t, d5, v5, v5)
 	if len(errs) > 0 || len(got) != 4 || got[1].Iface != "if3" || got[1].Key.DstPort != 80 || got[1].TCPFlags != 0x1b ||
-		got[1].Start != (1_800_000_000-30)*1e9 || d5.Sampling(exporter, 0) != 64 {
+		got[1].Start != (1_800_000_000-30)*1e9 || d5.Sampling(exporter, 0) != 64 || got[1].Sampling != 64 {
 		t.Errorf("v5: %d records %+v, errors %v", len(got), got, errs)
 	}
 	if d5.Stats().SequenceGaps != 1 { // the same packet twice: 100 again, 102 expected
@@ -490,6 +490,13 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0, 10, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(encodedDrops()) // the drop templates and their records
 	f.Add(build(Version, 0, 1, set(2, u16s(300, 4, 8, 4, 132, 2, 133, 1, 89, 4)), set(300, []byte{10, 0, 0, 1, 0, 9, 1, 0x83, 0, 0, 0})))
+	for _, m := range encodedSampled(40)[:4] { // the sampled templates, the sampling options, their records
+		f.Add(m)
+	}
+	f.Add(build(Version, 0, 1, set(3, u16s(500, 4, 1, 302, 4, 304, 2, 305, 4, 306, 4)), set(500, cat(u32s(7), u16s(1), u32s(1, 9))),
+		set(2, u16s(402, 2, 8, 4, 302, 8), u16s(401, 3, 8, 4, 305, 4, 306, 4)), set(402, cat(u32s(1), u64s(7))), set(401, u32s(1, 2, 3))))
+	f.Add(build(9, 0, 1, set(0, u16s(260, 2, 8, 4, 48, 1)), set(1, u16s(261, 4, 8, 1, 4, 48, 1, 34, 4)),
+		set(261, cat(u32s(0), []byte{2}, u32s(64))), set(260, []byte{10, 0, 0, 1, 2})))
 	d := NewDecoder(DecoderConfig{MaxSessions: 4, MaxTemplates: 8})
 	exporters := []netip.AddrPort{exporter, netip.MustParseAddrPort("[::1]:9"), netip.MustParseAddrPort("127.0.0.2:1")}
 	f.Fuzz(func(t *testing.T, msg []byte) {
@@ -510,6 +517,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if len(d.sessions) > 4 || d.live > 4*8 {
 			t.Fatalf("bounds broken: %d sessions, %d templates", len(d.sessions), d.live)
+		}
+		for _, s := range d.sessions {
+			if len(s.selectors) > maxSelectors {
+				t.Fatalf("bounds broken: %d selectors", len(s.selectors))
+			}
 		}
 	})
 }

@@ -55,7 +55,10 @@ const (
 	kSysInitMs // systemInitTimeMilliseconds
 	kStartDeltaUs
 	kEndDeltaUs
-	kSampling // samplingInterval, samplerRandomInterval, samplingPacketInterval
+	kSampling    // samplingInterval, samplerRandomInterval: 1 in N
+	kPktInterval // samplingPacketInterval (RFC 5476): packets selected in a row
+	kPktSpace    // samplingPacketSpace: packets skipped after them
+	kSelector    // selectorId, samplerId (NetFlow v9 FLOW_SAMPLER_ID)
 	kDropBytes
 	kDropPackets
 	kFwdStatus // forwardingStatus (RFC 7270 4.12)
@@ -70,7 +73,8 @@ var ieKind = map[uint16]uint8{
 	58: kVLAN, 243: kVLAN, 136: kEndReason, 82: kIfName, 10: kIfIndex,
 	150: kStartSec, 151: kEndSec, 152: kStartMs, 153: kEndMs, 154: kStartNTPus, 155: kEndNTPus,
 	156: kStartNTPns, 157: kEndNTPns, 22: kStartUptime, 21: kEndUptime, 160: kSysInitMs,
-	158: kStartDeltaUs, 159: kEndDeltaUs, 34: kSampling, 50: kSampling, 305: kSampling,
+	158: kStartDeltaUs, 159: kEndDeltaUs, 34: kSampling, 50: kSampling, 305: kPktInterval, 306: kPktSpace,
+	302: kSelector, 48: kSelector,
 	132: kDropBytes, 133: kDropPackets, 89: kFwdStatus,
 }
 
@@ -128,9 +132,10 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 		if id < 256 || nfields == 0 || nfields > MaxFields {
 			return d.fail(ErrBadTemplate, "template %d with %d fields", id, nfields)
 		}
-		// Ops are compiled into a reused buffer: a refresh of a template
-		// already held (every UDP exporter sends them) allocates nothing.
-		t := &template{ops: d.ops[:0], options: options, seen: now}
+		// Ops are compiled into a reused buffer, the template on the
+		// stack: a refresh of a template already held (every UDP exporter
+		// sends them) allocates nothing.
+		t := template{ops: d.ops[:0], options: options, seen: now}
 		for i := 0; i < nfields; i++ {
 			if len(b) < 4 {
 				return d.fail(ErrBadTemplate, "template %d: field %d cut short", id, i)
@@ -179,7 +184,8 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 			}
 			d.live++
 		}
-		s.templates[id] = t
+		nt := t // on the heap only when new
+		s.templates[id] = &nt
 		d.stats.Templates++
 	}
 	return nil // fewer than 4 bytes left: padding
@@ -248,6 +254,7 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	var have [4]bool // delta bytes, packets, reverse bytes, reverse packets
 	var ifIndex uint64
 	var tot, revTot [2]uint64
+	var smp sampling
 	p := 0
 	for _, o := range t.ops {
 		l := int(o.length)
@@ -365,9 +372,13 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 		case kEndDeltaUs:
 			dEnd, haveDelta = int64(v), true
 		case kSampling:
-			if t.options && v > 0 && v < 1<<32 {
-				s.sampling = uint32(v)
-			}
+			smp.interval = v
+		case kPktInterval:
+			smp.pktInterval = v
+		case kPktSpace:
+			smp.pktSpace, smp.haveSpace = v, true
+		case kSelector:
+			smp.selector, smp.haveSelector = v, true
 		case kDropBytes:
 			r.DropBytes = v
 		case kDropPackets:
@@ -397,6 +408,11 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	}
 	if r.Iface == "" && ifIndex != 0 {
 		r.Iface = s.ifIndexName(ifIndex)
+	}
+	if t.options {
+		d.learnSampling(s, &smp)
+	} else {
+		r.Sampling = d.samplingOf(s, &smp)
 	}
 	if sysInit == 0 {
 		sysInit = s.sysInit

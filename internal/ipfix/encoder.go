@@ -18,7 +18,9 @@ const (
 	// header, the two plain templates and one IPv6 record with the
 	// longest name (541 bytes). With the drop templates announced too, a
 	// message needs 750 bytes for that: below, the templates go in a
-	// message of their own when they are due.
+	// message of their own when they are due. With the sampled templates
+	// as well the templates alone may need more than one message: they
+	// are split into sets that each fit one.
 	MinMTU = 576
 	// MaxMTU is the largest IPFIX message (its length field is 16 bits).
 	MaxMTU = 65535
@@ -56,13 +58,23 @@ type Encoder struct {
 	open      bool   // a message is being built
 	set       int    // offset of the open data set's header, or -1
 	setID     uint16 // its template id
-	nrec      uint32 // data records in the open message
-	seq       uint32 // data records sent before the open message
+	nrec      uint32 // flow records in the open message
+	seq       uint32 // data records (flows and options) sent before the open message
+	nopt      uint32 // options data records in the open message (sequence numbers count them)
+	flows     uint32 // flow records of the message last handed to emit
 	sinceTmpl int    // messages since templates were last sent
 	lastTmpl  time.Time
-	tmpl      []byte              // the template set, encoded once (again when drops is set)
-	drops     bool                // the drop templates are announced: tmpl holds all four
-	fixed     [len(Templates)]int // fixed-length part of each template's records
+	// tmpl is what goes out when templates are due, encoded once (again
+	// on each announcement): the announced templates, and once sampled
+	// records came, the sampling options (sampling.go); chunks split it
+	// into parts that each fit in a message.
+	tmpl        []byte
+	chunks      []chunk
+	pairs       uint8               // template pairs announced: bit p for Templates[2p] and [2p+1]
+	samplers    [maxSamplers]uint32 // sampling intervals announced (0: free slot)
+	nextSampler int                 // the slot the next new interval takes
+	lastN       uint32              // the interval last found announced (0: none)
+	fixed       [len(Templates)]int // fixed-length part of each template's records
 }
 
 // ErrBadConfig is wrapped by NewEncoder's configuration errors.
@@ -86,69 +98,69 @@ func NewEncoder(cfg Config, emit func(msg []byte) error) (*Encoder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Encoder{cfg: cfg, emit: emit, msg: make([]byte, 0, cfg.MTU), set: -1}
-	e.tmpl = appendTemplateSet(nil, Templates[:2])
+	e := &Encoder{cfg: cfg, emit: emit, msg: make([]byte, 0, cfg.MTU), set: -1, pairs: 1}
+	e.buildTemplates()
 	for i := range Templates {
 		e.fixed[i] = fixedLen(&Templates[i])
 	}
 	return e, nil
 }
 
-// appendTemplateSet encodes templates as one template set.
-func appendTemplateSet(b []byte, ts []Template) []byte {
-	start := len(b)
-	b = binary.BigEndian.AppendUint16(b, templateSet)
-	b = binary.BigEndian.AppendUint16(b, 0) // length, below
-	for _, t := range ts {
-		b = binary.BigEndian.AppendUint16(b, t.ID)
-		b = binary.BigEndian.AppendUint16(b, uint16(len(t.Fields)))
-		for _, f := range t.Fields {
-			id := f.ID
-			if f.PEN != 0 {
-				id |= 0x8000 // enterprise bit
-			}
-			b = binary.BigEndian.AppendUint16(b, id)
-			b = binary.BigEndian.AppendUint16(b, f.Length)
-			if f.PEN != 0 {
-				b = binary.BigEndian.AppendUint32(b, f.PEN)
-			}
+// appendTemplate encodes t as a template record.
+func appendTemplate(b []byte, t *Template) []byte {
+	b = binary.BigEndian.AppendUint16(b, t.ID)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Fields)))
+	for _, f := range t.Fields {
+		id := f.ID
+		if f.PEN != 0 {
+			id |= 0x8000 // enterprise bit
+		}
+		b = binary.BigEndian.AppendUint16(b, id)
+		b = binary.BigEndian.AppendUint16(b, f.Length)
+		if f.PEN != 0 {
+			b = binary.BigEndian.AppendUint32(b, f.PEN)
 		}
 	}
-	binary.BigEndian.PutUint16(b[start+2:], uint16(len(b)-start))
 	return b
 }
 
 // Reset starts a new transport session (a reconnected TCP or TLS
 // stream): the open message, if any, is dropped, the sequence number
-// restarts at 0 and the templates (the drop templates too, once
-// announced) go out again in the next message. It returns the records
-// dropped with the open message.
+// restarts at 0 and the templates (the drop and sampled templates and the
+// sampling options too, once announced) go out again in the next message.
+// It returns the flow records dropped with the open message.
 func (e *Encoder) Reset() (dropped uint32) {
 	dropped = e.nrec
-	e.open, e.set, e.nrec, e.seq = false, -1, 0, 0
+	e.open, e.set, e.nrec, e.nopt, e.seq = false, -1, 0, 0, 0
 	e.lastTmpl, e.sinceTmpl = time.Time{}, 0
 	return dropped
 }
 
-// Sequence is the number of data records sent so far (modulo 2^32): the
-// next message's sequence number.
-func (e *Encoder) Sequence() uint32 { return e.seq + e.nrec }
+// Sequence is the number of data records (flow records and options data,
+// RFC 7011 3.1) sent so far, modulo 2^32: the next message's sequence
+// number.
+func (e *Encoder) Sequence() uint32 { return e.seq + e.nrec + e.nopt }
+
+// Flows is the number of flow records in the message last handed to emit
+// (its options data records not counted): during emit, the records a
+// failed send loses.
+func (e *Encoder) Flows() uint32 { return e.flows }
 
 // Add encodes r into the open message, finishing it first when r would
-// not fit. A record with drops uses a drop template; the first one
-// finishes the open message and announces them (announceDrops). It
-// allocates nothing (but for that once).
+// not fit. A record with drops uses a drop template, a record with
+// Sampling > 1 a sampled one that names its interval; the first record
+// that needs a template pair or an interval not yet announced finishes
+// the open message and announces them (announce). It allocates nothing
+// (but for that, once each).
 func (e *Encoder) Add(r *flow.Record) error {
 	ti := 0
 	if r.Key.IPVersion == 6 {
 		ti = 1
 	}
-	if r.DropPackets > 0 {
-		ti += 2
-		if !e.drops {
-			if err := e.announceDrops(); err != nil {
-				return err
-			}
+	if r.DropPackets > 0 || r.Sampling > 1 {
+		var err error
+		if ti, err = e.special(r, ti); err != nil {
+			return err
 		}
 	}
 	name := r.Iface
@@ -175,45 +187,65 @@ func (e *Encoder) Add(r *flow.Record) error {
 		e.msg = binary.BigEndian.AppendUint16(e.msg, e.setID)
 		e.msg = append(e.msg, 0, 0) // length, when the set closes
 	}
-	e.msg = appendRecord(e.msg, r, ti&1 == 1, ti >= 2, name)
+	e.msg = appendRecord(e.msg, r, ti, name)
 	e.nrec++
 	return nil
+}
+
+// special is the template of a record with drops or sampling (ti: 0 for
+// IPv4, 1 for IPv6), announcing its pair and its interval if they are new.
+func (e *Encoder) special(r *flow.Record, ti int) (int, error) {
+	if r.DropPackets > 0 {
+		ti += 2
+	}
+	n := r.Sampling
+	if n > 1 {
+		ti += 4
+	}
+	if e.pairs&(1<<(ti>>1)) == 0 || (n > 1 && n != e.lastN && !e.sampler(n)) {
+		return ti, e.announce(ti>>1, n)
+	}
+	return ti, nil
 }
 
 // start opens a message: the header (completed by Flush) and, when due,
 // the templates. When the templates and the first record (need bytes and
 // a set header) do not fit together (MinMTU), the templates are sent in a
-// message of their own.
+// message of their own (or several: each chunk fits in one).
 func (e *Encoder) start(need int) error {
-	e.msg = append(e.msg[:0], make([]byte, headerLen)...)
-	e.open, e.set, e.nrec = true, -1, 0
+	e.begin()
 	now := e.cfg.Now()
 	due := e.lastTmpl.IsZero() ||
 		(e.cfg.RefreshMessages > 0 && e.sinceTmpl >= e.cfg.RefreshMessages) ||
 		(e.cfg.RefreshInterval > 0 && now.Sub(e.lastTmpl) >= e.cfg.RefreshInterval)
 	if due {
-		e.msg = append(e.msg, e.tmpl...)
 		e.lastTmpl, e.sinceTmpl = now, 0
+		prev := 0
+		for _, c := range e.chunks {
+			if len(e.msg)+c.end-prev > e.cfg.MTU && len(e.msg) > headerLen {
+				if err := e.Flush(); err != nil {
+					return err
+				}
+				e.begin()
+			}
+			e.msg = append(e.msg, e.tmpl[prev:c.end]...)
+			e.nopt += c.opts
+			prev = c.end
+		}
 		if len(e.msg)+setHeaderLen+need > e.cfg.MTU {
 			if err := e.Flush(); err != nil {
 				return err
 			}
-			e.msg = append(e.msg[:0], make([]byte, headerLen)...)
-			e.open, e.set, e.nrec = true, -1, 0
+			e.begin()
 		}
 	}
 	return nil
 }
 
-// announceDrops adds the drop templates to the template set, for the
-// first record with drops: the open message is finished (a collector must
-// learn a template before its records) and the next carries all four
-// templates, as every refresh does from then on.
-func (e *Encoder) announceDrops() error {
-	e.drops = true
-	e.tmpl = appendTemplateSet(e.tmpl[:0], Templates[:])
-	e.lastTmpl = time.Time{} // due
-	return e.Flush()
+// begin opens an empty message: the header, completed by Flush.
+func (e *Encoder) begin() {
+	e.msg = append(e.msg[:0], make([]byte, headerLen)...)
+	e.open, e.set, e.nrec, e.nopt = true, -1, 0, 0
 }
 
 func (e *Encoder) closeSet() {
@@ -235,8 +267,9 @@ func (e *Encoder) Flush() error {
 	binary.BigEndian.PutUint32(b[4:], uint32(e.cfg.Now().Unix()))
 	binary.BigEndian.PutUint32(b[8:], e.seq)
 	binary.BigEndian.PutUint32(b[12:], e.cfg.Domain)
-	e.seq += e.nrec
-	e.open, e.nrec = false, 0
+	e.seq += e.nrec + e.nopt
+	e.flows = e.nrec
+	e.open, e.nrec, e.nopt = false, 0, 0
 	e.sinceTmpl++
 	return e.emit(b)
 }
@@ -249,9 +282,9 @@ var endReason = [flow.NumReasons]uint8{
 }
 
 // appendRecord writes r in the template's layout (template.go): fixed
-// fields at constant offsets, with drops the drop fields, then the
-// interface name.
-func appendRecord(b []byte, r *flow.Record, v6, drops bool, name string) []byte {
+// fields at constant offsets, with drops the drop fields, when sampled the
+// selectorId (the interval), then the interface name.
+func appendRecord(b []byte, r *flow.Record, ti int, name string) []byte {
 	be := binary.BigEndian
 	b = be.AppendUint64(b, uint64(r.Start/int64(time.Millisecond)))
 	b = be.AppendUint64(b, uint64(r.End/int64(time.Millisecond)))
@@ -259,7 +292,7 @@ func appendRecord(b []byte, r *flow.Record, v6, drops bool, name string) []byte 
 	b = be.AppendUint64(b, r.Packets)
 	b = be.AppendUint64(b, r.RevBytes)
 	b = be.AppendUint64(b, r.RevPackets)
-	if v6 {
+	if ti&1 != 0 {
 		b = append(b, r.Key.SrcAddr[:]...)
 		b = append(b, r.Key.DstAddr[:]...)
 	} else {
@@ -281,10 +314,13 @@ func appendRecord(b []byte, r *flow.Record, v6, drops bool, name string) []byte 
 		reason = endReason[r.EndReason]
 	}
 	b = append(b, r.Key.Proto, reason)
-	if drops {
+	if ti&2 != 0 {
 		b = be.AppendUint64(b, r.DropBytes)
 		b = be.AppendUint64(b, r.DropPackets)
 		b = append(b, dropStatus(r.DropReason))
+	}
+	if ti&4 != 0 {
+		b = be.AppendUint32(b, r.Sampling)
 	}
 	b = append(b, byte(len(name)))
 	return append(b, name...)

@@ -18,6 +18,7 @@ type wireField struct {
 	id     uint16
 	length uint16
 	pen    uint32
+	scope  bool // a scope field of an options template
 }
 
 // decoded is one data record, keyed by "pen/id".
@@ -30,11 +31,12 @@ type message struct {
 	domain          uint32
 	templates       map[uint16][]wireField
 	records         []decoded
+	options         []decoded // options data records
 }
 
 // parseMessage is a straightforward RFC 7011 reader written for the test:
-// it learns templates from the message's own template sets (or known) and
-// walks every set, checking every length.
+// it learns templates and options templates from the message's own sets
+// (or known) and walks every set, checking every length.
 func parseMessage(t *testing.T, b []byte, known map[uint16][]wireField) message {
 	t.Helper()
 	be := binary.BigEndian
@@ -59,13 +61,21 @@ func parseMessage(t *testing.T, b []byte, known map[uint16][]wireField) message 
 		}
 		body := b[p+4 : p+sl]
 		switch {
-		case id == 2:
+		case id == 2 || id == 3:
 			for q := 0; q < len(body); {
 				tid, n := be.Uint16(body[q:]), int(be.Uint16(body[q+2:]))
 				q += 4
+				scope := 0
+				if id == 3 {
+					scope = int(be.Uint16(body[q:]))
+					q += 2
+					if scope == 0 || scope > n {
+						t.Fatalf("options template %d: scope count %d of %d fields", tid, scope, n)
+					}
+				}
 				var fs []wireField
-				for range n {
-					f := wireField{id: be.Uint16(body[q:]), length: be.Uint16(body[q+2:])}
+				for k := range n {
+					f := wireField{id: be.Uint16(body[q:]), length: be.Uint16(body[q+2:]), scope: k < scope}
 					q += 4
 					if f.id&0x8000 != 0 {
 						f.id &^= 0x8000
@@ -96,7 +106,11 @@ func parseMessage(t *testing.T, b []byte, known map[uint16][]wireField) message 
 					rec[fmt.Sprintf("%d/%d", f.pen, f.id)] = body[q : q+l]
 					q += l
 				}
-				m.records = append(m.records, rec)
+				if fs[0].scope {
+					m.options = append(m.options, rec)
+				} else {
+					m.records = append(m.records, rec)
+				}
 			}
 		default:
 			t.Fatalf("unexpected set id %d", id)
@@ -385,9 +399,9 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// TestNoDropsUnchanged: without records with drops the encoder's output
-// is byte for byte what it was before the drop templates existed (the
-// digest was taken then): same template set, same records.
+// TestNoDropsUnchanged: without records with drops (or sampled ones) the
+// encoder's output is byte for byte what it was before the drop templates
+// existed (the digest was taken then): same template set, same records.
 func TestNoDropsUnchanged(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	h := sha256.New()
@@ -395,6 +409,7 @@ func TestNoDropsUnchanged(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for i := range 1000 {
 		rec := randRecord(r, i)
+		rec.Sampling = uint32(i % 2) // 0 and 1 both mean unsampled
 		if err := e.Add(&rec); err != nil {
 			t.Fatal(err)
 		}

@@ -77,15 +77,16 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 	if err != nil {
 		return err
 	}
+	var sampling uint32
 	if si := be.Uint16(msg[22:]) & 0x3fff; si > 1 {
-		s.sampling = uint32(si)
+		s.sampling, sampling = uint32(si), uint32(si)
 	}
 	d.sequence(s, seq, seq+uint32(count)) // v5 counts flows
 	for i := 0; i < count; i++ {
 		b := msg[v5HeaderLen+i*v5RecordLen : v5HeaderLen+(i+1)*v5RecordLen]
 		r := &d.rec
 		*r = flow.Record{}
-		r.Key.IPVersion = 4
+		r.Key.IPVersion, r.Sampling = 4, sampling
 		flow.SetAddr4(&r.Key.SrcAddr, b[0:4])
 		flow.SetAddr4(&r.Key.DstAddr, b[4:8])
 		if in := be.Uint16(b[12:]); in != 0 {

@@ -13,6 +13,12 @@
 // forwardingStatus (RFC 7270 4.12, drops.go); they are announced when the
 // first such record comes, so an exporter without drops sends exactly what
 // it sent before they existed.
+//
+// Records of sampled traffic (flow.Record.Sampling > 1) use four more
+// templates that add selectorId, and the interval N of each selector
+// travels in an options record (sampling.go); both are announced when the
+// first sampled record comes, again so that unsampled output does not
+// change.
 package ipfix
 
 // Version is the IPFIX message version number.
@@ -45,6 +51,7 @@ const (
 	IESourceIPv6Address        = 27
 	IEDestinationIPv6Address   = 28
 	IEICMPTypeCodeIPv4         = 32
+	IESamplingInterval         = 34 // unsigned32: 1 packet in N (deprecated in favour of 305/306, read by every collector)
 	IEVLANID                   = 58
 	IEInterfaceName            = 82
 	IEForwardingStatus         = 89 // unsigned8 (RFC 7270 4.12): status in the top 2 bits, reason in the low 6
@@ -52,18 +59,28 @@ const (
 	IEDroppedPacketDeltaCount  = 133
 	IEFlowEndReason            = 136
 	IEICMPTypeCodeIPv6         = 139
+	IEObservationDomainID      = 149
 	IEFlowStartMilliseconds    = 152
 	IEFlowEndMilliseconds      = 153
+	IESelectorID               = 302 // unsigned64, sent in 4 octets (RFC 7011 6.2 reduced size)
+	IESelectorAlgorithm        = 304 // unsigned16, IANA PSAMP selectorAlgorithm
 )
 
 // Template ids of the record layouts (data set ids are template ids): the
-// biflow of each family, and the same with the drop fields for records
-// with DropPackets > 0.
+// biflow of each family, the same with the drop fields for records with
+// DropPackets > 0, and all four with selectorId for records with
+// Sampling > 1. TemplateSampling is the options template of the
+// selectors' intervals (sampling.go).
 const (
-	TemplateIPv4      = 256
-	TemplateIPv6      = 257
-	TemplateIPv4Drops = 258
-	TemplateIPv6Drops = 259
+	TemplateIPv4             = 256
+	TemplateIPv6             = 257
+	TemplateIPv4Drops        = 258
+	TemplateIPv6Drops        = 259
+	TemplateIPv4Sampled      = 260
+	TemplateIPv6Sampled      = 261
+	TemplateIPv4DropsSampled = 262
+	TemplateIPv6DropsSampled = 263
+	TemplateSampling         = 264
 )
 
 // Template is a template id and its fields in order.
@@ -73,11 +90,12 @@ type Template struct {
 }
 
 // biflowFields is the layout of the templates; addrID/addrLen and icmpID
-// differ by family, and drops adds the drop fields. Fixed-length fields
-// come first, so each sits at a constant offset; the interface name
-// (variable) is last. The drop templates are the plain ones with the drop
-// fields inserted before the name, so both share every other offset.
-func biflowFields(srcID, dstID, addrLen, icmpID uint16, drops bool) []Field {
+// differ by family, drops adds the drop fields and sampled selectorId.
+// Fixed-length fields come first, so each sits at a constant offset; the
+// interface name (variable) is last. The drop and sampled templates are
+// the plain ones with their fields inserted before the name, so all share
+// every other offset.
+func biflowFields(srcID, dstID, addrLen, icmpID uint16, drops, sampled bool) []Field {
 	fs := []Field{
 		{ID: IEFlowStartMilliseconds, Length: 8},
 		{ID: IEFlowEndMilliseconds, Length: 8},
@@ -103,17 +121,26 @@ func biflowFields(srcID, dstID, addrLen, icmpID uint16, drops bool) []Field {
 			Field{ID: IEForwardingStatus, Length: 1},
 		)
 	}
+	if sampled {
+		fs = append(fs, Field{ID: IESelectorID, Length: 4})
+	}
 	return append(fs, Field{ID: IEInterfaceName, Length: Variable})
 }
 
-// Templates are the record layouts: IPv4 and IPv6 biflows, then the same
-// with the drop fields. An Encoder announces the first two from its first
-// message, the last two from its first record with drops.
-var Templates = [4]Template{
-	{ID: TemplateIPv4, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, false)},
-	{ID: TemplateIPv6, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, false)},
-	{ID: TemplateIPv4Drops, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, true)},
-	{ID: TemplateIPv6Drops, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, true)},
+// Templates are the record layouts, in pairs of IPv4 and IPv6 biflows:
+// plain, with the drop fields, with selectorId, with both. Template i is
+// for a record of IPv6 (i&1), with drops (i&2), sampled (i&4). An Encoder
+// announces the plain pair from its first message and each other pair from
+// its first record that needs it.
+var Templates = [8]Template{
+	{ID: TemplateIPv4, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, false, false)},
+	{ID: TemplateIPv6, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, false, false)},
+	{ID: TemplateIPv4Drops, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, true, false)},
+	{ID: TemplateIPv6Drops, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, true, false)},
+	{ID: TemplateIPv4Sampled, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, false, true)},
+	{ID: TemplateIPv6Sampled, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, false, true)},
+	{ID: TemplateIPv4DropsSampled, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, true, true)},
+	{ID: TemplateIPv6DropsSampled, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, true, true)},
 }
 
 // fixedLen is the length of a template's fixed-length part.

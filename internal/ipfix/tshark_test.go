@@ -196,3 +196,107 @@ func TestTshark(t *testing.T) {
 		}
 	}
 }
+
+// TestTsharkSampling: Wireshark reads the sampling of weir's records: each
+// sampling options record has selectorId equal to its samplingInterval
+// and selectorAlgorithm 4, and each sampled record (only those) carries
+// the selectorId of its interval, announced in that message or before.
+func TestTsharkSampling(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tshark not installed; run scripts/deps.sh: CI must not skip the independent cross-check")
+		}
+		t.Skip("tshark not installed; run scripts/deps.sh")
+	}
+	const port = 4739
+	var file bytes.Buffer
+	w, err := pcap.NewWriter(&file, packet.LinkRaw, 65535)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: 3, Now: func() time.Time { return ts }}, func(m []byte) error {
+		p := udp4(m, port)
+		return w.WritePacket(ts.UnixNano(), len(p), p)
+	})
+	r := rand.New(rand.NewPCG(29, 30))
+	recs := make([]flow.Record, 500)
+	for i := range recs {
+		recs[i] = randRecord(r, i)
+		withDrops(&recs[i], i)
+		withSampling(&recs[i], i)
+		if err := e.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ipfix.pcap")
+	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fields := []string{"cflow.protocol", "cflow.sampling_interval", "cflow.selector_algorithm", "cflow.selector_id"}
+	args := []string{"-n", "-r", path, "-d", "udp.port==" + strconv.Itoa(port) + ",cflow", "-T", "fields",
+		"-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(tshark, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	// One line per message; the options records come first in a message,
+	// so the first selectorIds are theirs, the rest the sampled records'.
+	split := func(c string) []string {
+		if c == "" {
+			return nil
+		}
+		return strings.Split(c, ";")
+	}
+	announced := map[string]bool{}
+	next, opts := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) != len(fields) {
+			t.Fatalf("tshark line %q", line)
+		}
+		protos, intervals, algs, ids := split(cols[0]), split(cols[1]), split(cols[2]), split(cols[3])
+		if len(algs) != len(intervals) || len(ids) < len(intervals) {
+			t.Fatalf("options records: intervals %v, algorithms %v, selectors %v", intervals, algs, ids)
+		}
+		for k, n := range intervals {
+			if ids[k] != n || algs[k] != "4" {
+				t.Fatalf("options record: selectorId %s, algorithm %s, samplingInterval %s", ids[k], algs[k], n)
+			}
+			announced[n] = true
+		}
+		opts += len(intervals)
+		ids = ids[len(intervals):]
+		for range protos {
+			w := &recs[next]
+			next++
+			if w.Sampling <= 1 {
+				continue
+			}
+			n := strconv.Itoa(int(w.Sampling))
+			if len(ids) == 0 || ids[0] != n || !announced[n] {
+				t.Fatalf("record %d (1 in %s): tshark selectorIds %v, announced %v", next-1, n, ids, announced)
+			}
+			ids = ids[1:]
+		}
+		if len(ids) != 0 {
+			t.Fatalf("selectorIds %v left over: records without sampling carry one", ids)
+		}
+	}
+	if next != len(recs) || opts < 4 {
+		t.Fatalf("tshark decoded %d records of %d, %d options records", next, len(recs), opts)
+	}
+}

@@ -3,6 +3,9 @@
 // that a burst of records does not overflow the collector's socket), TCP or
 // TLS (reconnected with backoff when the collector goes away).
 //
+// Records of sampled traffic (flow.Record.Sampling > 1) tell the collector
+// their interval: internal/ipfix announces it in options data.
+//
 // Write blocks while it paces or while a stream collector applies back
 // pressure; capture puts a sink.Queue in front of each exporter, so a slow
 // or dead collector costs counted drops, never capture.
@@ -10,7 +13,6 @@ package ipfix
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -200,9 +202,9 @@ func (x *Exporter) send(msg []byte) error {
 		x.next = maxTime(x.next, now.Add(-10*x.gap)).Add(x.gap) // a short idle allows a burst of at most 10
 	}
 	if err := x.tr.write(msg); err != nil {
-		// The records in msg: the encoder's count after this message
-		// minus the message's sequence number (records before it).
-		x.stats.dropped.Add(uint64(x.enc.Sequence() - binary.BigEndian.Uint32(msg[8:])))
+		// The flow records in msg (its sequence number counts options
+		// data records too).
+		x.stats.dropped.Add(uint64(x.enc.Flows()))
 		if !errors.Is(err, errDown) {
 			x.stats.errs.Add(1)
 		}

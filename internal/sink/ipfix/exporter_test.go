@@ -59,3 +59,30 @@ func TestPacing(t *testing.T) {
 		}
 	}
 }
+
+// TestDroppedSampled: records lost with a stream collector down count as
+// dropped one for one; the sampling options records that go with them
+// (counted by IPFIX sequence numbers) do not.
+func TestDroppedSampled(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nobody listens: every dial is refused
+	x, err := New(Config{URL: "ipfix+tcp://" + addr, MinBackoff: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	recs := records(10)
+	for i := range recs {
+		recs[i].Sampling = []uint32{4, 100}[i%2]
+	}
+	if err := x.Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	if st := x.Stats(); st.DroppedRecords != 10 || st.Messages != 0 || st.Connected {
+		t.Errorf("stats %+v: want the 10 records dropped", st)
+	}
+}

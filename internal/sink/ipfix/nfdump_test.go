@@ -2,11 +2,13 @@ package ipfix
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/ipfix"
 )
 
 // freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
@@ -85,52 +88,9 @@ func records(n int) []flow.Record {
 // and bytes both ways (RFC 5103 reverse elements) and first/last times,
 // and nfcapd counts no sequence errors.
 func TestNfdump(t *testing.T) {
-	nfcapd, err1 := exec.LookPath("nfcapd")
-	nfdump, err2 := exec.LookPath("nfdump")
-	if err1 != nil || err2 != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nfdump not installed; run scripts/deps.sh: CI must not skip the interop check")
-		}
-		t.Skip("nfdump not installed; run scripts/deps.sh")
-	}
-	dir := t.TempDir()
-	port := freeUDPPort(t)
-	var logs syncBuffer
-	cap := exec.Command(nfcapd, "-b", "127.0.0.1", "-p", strconv.Itoa(port), "-w", dir, "-t", "3600")
-	cap.Stdout, cap.Stderr = &logs, &logs
-	if err := cap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cap.Process.Kill()
-	// nfcapd binds shortly after starting: wait until the kernel lists the
-	// socket. (Probing by binding the port ourselves could take it from
-	// under nfcapd, which then exits.)
-	for deadline := time.Now().Add(20 * time.Second); !udpBound(port); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("nfcapd did not bind 127.0.0.1:%d: %s", port, logs.String())
-		}
-	}
-	x, err := New(Config{URL: fmt.Sprintf("ipfix+udp://127.0.0.1:%d", port), Domain: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 20000
 	recs := records(n)
-	if err := x.Write(recs); err != nil { // one burst
-		t.Fatal(err)
-	}
-	if err := x.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st := x.Stats()
-	if st.Records != n || st.SendErrors != 0 {
-		t.Fatalf("exporter stats %+v", st)
-	}
-	time.Sleep(500 * time.Millisecond) // let nfcapd drain its socket
-	_ = cap.Process.Signal(syscall.SIGTERM)
-	if err := cap.Wait(); err != nil {
-		t.Fatalf("nfcapd: %v\n%s", err, logs.String())
-	}
+	nfdump, dir, logs := exportToNfcapd(t, recs)
 	dump := exec.Command(nfdump, "-R", dir, "-q", "-N", "-o", "fmt:%ts|%te|%sa|%da|%sp|%dp|%pr|%ipkt|%ibyt|%opkt|%obyt", "-6")
 	dump.Env = append(os.Environ(), "TZ=UTC") // nfdump prints local time
 	out, err := dump.Output()
@@ -139,12 +99,12 @@ func TestNfdump(t *testing.T) {
 	}
 	// nfcapd checked the IPFIX sequence numbers of every message.
 	info, err := exec.Command(nfdump, "-R", dir, "-I").CombinedOutput()
-	if err != nil || !bytes.Contains(info, []byte("\nSequence failures: 0\n")) || !strings.Contains(logs.String(), "Sequence Errors: 0,") {
-		t.Errorf("nfcapd saw sequence errors (or could not say): %v\n%s\n%s", err, info, logs.String())
+	if err != nil || !bytes.Contains(info, []byte("\nSequence failures: 0\n")) || !strings.Contains(logs, "Sequence Errors: 0,") {
+		t.Errorf("nfcapd saw sequence errors (or could not say): %v\n%s\n%s", err, info, logs)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != n {
-		t.Fatalf("nfdump printed %d flows, weir exported %d\n%s", len(lines), n, logs.String())
+		t.Fatalf("nfdump printed %d flows, weir exported %d\n%s", len(lines), n, logs)
 	}
 	want := map[string]bool{}
 	for i := range recs {
@@ -171,5 +131,140 @@ func TestNfdump(t *testing.T) {
 	}
 	if bad > 0 {
 		t.Fatalf("%d of %d flows differ", bad, n)
+	}
+}
+
+// exportToNfcapd sends recs in one burst over UDP to an nfcapd (the nfdump
+// collector, Debian) started for the test, and returns the nfdump binary,
+// the directory nfcapd wrote and its log, once it has stopped. It skips
+// the test where nfdump is not installed (but in CI).
+func exportToNfcapd(t *testing.T, recs []flow.Record) (nfdump, dir, logs string) {
+	t.Helper()
+	nfcapd, err1 := exec.LookPath("nfcapd")
+	nfdump, err2 := exec.LookPath("nfdump")
+	if err1 != nil || err2 != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nfdump not installed; run scripts/deps.sh: CI must not skip the interop check")
+		}
+		t.Skip("nfdump not installed; run scripts/deps.sh")
+	}
+	dir = t.TempDir()
+	port := freeUDPPort(t)
+	var out syncBuffer
+	cap := exec.Command(nfcapd, "-b", "127.0.0.1", "-p", strconv.Itoa(port), "-w", dir, "-t", "3600")
+	cap.Stdout, cap.Stderr = &out, &out
+	if err := cap.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cap.Process.Kill()
+	// nfcapd binds shortly after starting: wait until the kernel lists the
+	// socket. (Probing by binding the port ourselves could take it from
+	// under nfcapd, which then exits.)
+	for deadline := time.Now().Add(20 * time.Second); !udpBound(port); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("nfcapd did not bind 127.0.0.1:%d: %s", port, out.String())
+		}
+	}
+	x, err := New(Config{URL: fmt.Sprintf("ipfix+udp://127.0.0.1:%d", port), Domain: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Write(recs); err != nil { // one burst
+		t.Fatal(err)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := x.Stats(); st.Records != uint64(len(recs)) || st.SendErrors != 0 {
+		t.Fatalf("exporter stats %+v", st)
+	}
+	time.Sleep(500 * time.Millisecond) // let nfcapd drain its socket
+	_ = cap.Process.Signal(syscall.SIGTERM)
+	if err := cap.Wait(); err != nil {
+		t.Fatalf("nfcapd: %v\n%s", err, out.String())
+	}
+	return nfdump, dir, out.String()
+}
+
+// TestNfdumpSampling: nfcapd learns weir's sampling options (one sampler
+// per interval, its id the interval) and nfdump scales each sampled
+// record's packets and bytes, both ways, by its interval and leaves the
+// others as they are. nfdump counts only flow records in sequence
+// numbers, RFC 7011 counts options records too: nfcapd reports one
+// sequence failure per message carrying options that another follows, and
+// no more.
+func TestNfdumpSampling(t *testing.T) {
+	const n = 10000
+	recs := records(n)
+	for i := range recs {
+		recs[i].Sampling = []uint32{0, 4, 1, 100, 4}[i%5]
+	}
+	// The messages the exporter sends (an encoder of the same records):
+	// those with options records that another follows.
+	var failures int
+	var lastOpts bool
+	enc, _ := ipfix.NewEncoder(ipfix.Config{Domain: 3}, func(m []byte) error {
+		if lastOpts {
+			failures++
+		}
+		lastOpts = false
+		for p := 16; p+4 <= len(m); p += int(binary.BigEndian.Uint16(m[p+2:])) {
+			lastOpts = lastOpts || binary.BigEndian.Uint16(m[p:]) == ipfix.TemplateSampling
+		}
+		return nil
+	})
+	for i := range recs {
+		enc.Add(&recs[i])
+	}
+	enc.Flush()
+	if failures < 3 { // after the first 1 in 4, the first 1 in 100, and a refresh
+		t.Fatalf("%d messages with options: the test shows nothing", failures)
+	}
+	nfdump, dir, logs := exportToNfcapd(t, recs)
+	dump := exec.Command(nfdump, "-R", dir, "-q", "-N", "-o", "fmt:%sa|%sp|%ipkt|%ibyt|%opkt|%obyt", "-6")
+	out, err := dump.Output()
+	if err != nil {
+		t.Fatalf("nfdump: %v", err)
+	}
+	want := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		m := uint64(max(r.Sampling, 1))
+		src := netip.AddrFrom16(r.Key.SrcAddr)
+		if r.Key.IPVersion == 4 {
+			src = src.Unmap()
+		}
+		want[fmt.Sprintf("%s|%d|%d|%d|%d|%d", src, r.Key.SrcPort, m*r.Packets, m*r.Bytes, m*r.RevPackets, m*r.RevBytes)] = true
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != n {
+		t.Fatalf("nfdump printed %d flows, weir exported %d\n%s", len(lines), n, logs)
+	}
+	bad := 0
+	for _, l := range lines {
+		f := strings.Split(l, "|")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		if k := strings.Join(f, "|"); !want[k] {
+			if bad++; bad <= 3 {
+				t.Errorf("nfdump flow %q is not one weir exported, scaled by its sampling", k)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d flows differ", bad, n)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "nfcapd.2*"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("nfcapd files %v, %v", files, err)
+	}
+	info, err := exec.Command(nfdump, "-E", files[0]).CombinedOutput()
+	for _, s := range []string{"Assigned Sampler: id: 4, algorithm: 4, packet interval: 1, packet space: 3\n",
+		"Assigned Sampler: id: 100, algorithm: 4, packet interval: 1, packet space: 99\n",
+		fmt.Sprintf("Sequence failures: %d,", failures)} {
+		if err != nil || !strings.Contains(string(info), s) {
+			t.Errorf("nfdump -E: %v, want %q in\n%s", err, s, info)
+		}
 	}
 }
