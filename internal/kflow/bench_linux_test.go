@@ -316,7 +316,7 @@ func fillKeys(n int) ([]flowFlowKey, []flowFlowVal) {
 		src := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).As16()
 		k.Src, k.Dst = src, netip.AddrFrom4([4]byte{10, 255, 0, 1}).As16()
 		k.Sport, k.Dport, k.Proto = uint16(1024+i%60000), 53, 17
-		vals[i] = flowFlowVal{Pb: 3<<pbShift | 300, FirstNs: now, LastNs: now, Ifindex: 1}
+		vals[i] = flowFlowVal{Pb: 3<<pbShift | 300, FirstNs: now, Ifindex: 1}
 	}
 	return keys, vals
 }

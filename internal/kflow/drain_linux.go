@@ -26,6 +26,9 @@ func (s *Source) evict(reason int) error {
 	s.cur = 1 - s.cur
 	swap := time.Since(start)
 	s.monoOff = wallMinusMono()
+	if err := s.clock.read(); err != nil {
+		return err
+	}
 	n, err := s.drain(old)
 	el := time.Since(start)
 	s.takeSpill(reason)
@@ -132,7 +135,7 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 	*a = flow.Aggregate{}
 	setKey(&a.Key, k)
 	a.First = int64(v.FirstNs) + s.monoOff
-	a.Time = int64(max(v.LastNs, v.FirstNs)) + s.monoOff // last is read from the tick clock: it may lag
+	a.Time = max(s.clock.mono(v.LastJ), int64(v.FirstNs)) + s.monoOff // last is a tick count: it may lag
 	a.TCPFlags = uint8(v.Marks)
 	switch {
 	case v.Marks&(1<<8) != 0:

@@ -30,7 +30,7 @@ type flowFlowVal struct {
 	Pb          uint64
 	Carry       uint64
 	FirstNs     uint64
-	LastNs      uint64
+	LastJ       uint64
 	Netns       uint64
 	Ifindex     uint32
 	Egress      uint8
@@ -68,6 +68,7 @@ type flowOverflowRec struct {
 	_       structs.HostLayout
 	Key     flowFlowKey
 	Ts      uint64
+	J       uint64
 	Netns   uint64
 	Ifindex uint32
 	Len     uint32
@@ -88,6 +89,7 @@ const (
 	flowMapFragments           = "fragments"
 	flowMapOverflow            = "overflow"
 	flowMapWatched             = "watched"
+	flowProgWeirClock          = "weir_clock"
 	flowProgWeirDrops          = "weir_drops"
 	flowProgWeirFlowEthEgress  = "weir_flow_eth_egress"
 	flowProgWeirFlowEthIngress = "weir_flow_eth_ingress"
@@ -96,6 +98,8 @@ const (
 	flowProgWeirNoop           = "weir_noop"
 	flowVarCarryBytes          = "carry_bytes"
 	flowVarCarryPackets        = "carry_packets"
+	flowVarClockJ              = "clock_j"
+	flowVarClockNs             = "clock_ns"
 	flowVarDropSkip            = "drop_skip"
 	flowVarOverflowRing        = "overflow_ring"
 	flowVarSampleFlows         = "sample_flows"
@@ -146,6 +150,7 @@ type flowSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type flowProgramSpecs struct {
+	WeirClock          *ebpf.ProgramSpec `ebpf:"weir_clock"`
 	WeirDrops          *ebpf.ProgramSpec `ebpf:"weir_drops"`
 	WeirFlowEthEgress  *ebpf.ProgramSpec `ebpf:"weir_flow_eth_egress"`
 	WeirFlowEthIngress *ebpf.ProgramSpec `ebpf:"weir_flow_eth_ingress"`
@@ -173,6 +178,8 @@ type flowMapSpecs struct {
 type flowVariableSpecs struct {
 	CarryBytes        *ebpf.VariableSpec `ebpf:"carry_bytes"`
 	CarryPackets      *ebpf.VariableSpec `ebpf:"carry_packets"`
+	ClockJ            *ebpf.VariableSpec `ebpf:"clock_j"`
+	ClockNs           *ebpf.VariableSpec `ebpf:"clock_ns"`
 	DropSkip          *ebpf.VariableSpec `ebpf:"drop_skip"`
 	OverflowRing      *ebpf.VariableSpec `ebpf:"overflow_ring"`
 	SampleFlows       *ebpf.VariableSpec `ebpf:"sample_flows"`
@@ -228,6 +235,8 @@ func (m *flowMaps) Close() error {
 type flowVariables struct {
 	CarryBytes        *ebpf.Variable `ebpf:"carry_bytes"`
 	CarryPackets      *ebpf.Variable `ebpf:"carry_packets"`
+	ClockJ            *ebpf.Variable `ebpf:"clock_j"`
+	ClockNs           *ebpf.Variable `ebpf:"clock_ns"`
 	DropSkip          *ebpf.Variable `ebpf:"drop_skip"`
 	OverflowRing      *ebpf.Variable `ebpf:"overflow_ring"`
 	SampleFlows       *ebpf.Variable `ebpf:"sample_flows"`
@@ -240,6 +249,7 @@ type flowVariables struct {
 //
 // It can be passed to loadFlowObjects or ebpf.CollectionSpec.LoadAndAssign.
 type flowPrograms struct {
+	WeirClock          *ebpf.Program `ebpf:"weir_clock"`
 	WeirDrops          *ebpf.Program `ebpf:"weir_drops"`
 	WeirFlowEthEgress  *ebpf.Program `ebpf:"weir_flow_eth_egress"`
 	WeirFlowEthIngress *ebpf.Program `ebpf:"weir_flow_eth_ingress"`
@@ -250,6 +260,7 @@ type flowPrograms struct {
 
 func (p *flowPrograms) Close() error {
 	return _FlowClose(
+		p.WeirClock,
 		p.WeirDrops,
 		p.WeirFlowEthEgress,
 		p.WeirFlowEthIngress,

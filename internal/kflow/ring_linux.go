@@ -103,7 +103,7 @@ func (s *Source) readRing() error {
 func (sp *spill) add(r *flowOverflowRec) {
 	v, ok := sp.cur[r.Key]
 	if !ok {
-		v.FirstNs, v.LastNs = r.Ts, r.Ts
+		v.FirstNs, v.LastJ = r.Ts, r.J
 		v.Netns, v.Ifindex, v.Egress = r.Netns, r.Ifindex, r.Egress
 	}
 	if v.Ifindex != r.Ifindex || v.Netns != r.Netns {
@@ -111,7 +111,7 @@ func (sp *spill) add(r *flowOverflowRec) {
 	} else {
 		sp.carry.add(&v, r.Len)
 		v.FirstNs = min(v.FirstNs, r.Ts)
-		v.LastNs = max(v.LastNs, r.Ts)
+		v.LastJ = max(v.LastJ, r.J)
 		v.Marks |= uint32(r.Flags) | uint32(r.Role)<<8
 	}
 	sp.cur[r.Key] = v

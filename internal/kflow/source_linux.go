@@ -74,6 +74,7 @@ type Source struct {
 	agg      flow.Aggregate // reused by add: the table keeps a pointer to it during the call, so a local would escape
 	batchOK  bool
 	monoOff  int64          // wall clock − CLOCK_MONOTONIC, ns
+	clock    jiffyClock     // maps the programs' jiffies to CLOCK_MONOTONIC
 	sp       spill          // the overflow ring's aggregate
 	drops    dropState      // Config.Drops
 	cnt      [cntMax]uint64 // kernel counters, summed over CPUs
@@ -169,6 +170,10 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	s.stats.BatchDeletes = s.batchOK
 	s.stats.Capacity = c.MaxFlows
 	s.monoOff = wallMinusMono()
+	if err := s.clock.init(s.coll.Programs["weir_clock"], s.coll.Variables["clock_j"], s.coll.Variables["clock_ns"]); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

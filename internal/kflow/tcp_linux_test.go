@@ -28,6 +28,7 @@ func TestTCPGroundTruth(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			ports := map[uint16]bool{}
+			began := time.Now().UnixNano()
 			for i := range conns {
 				total, write := 1+(i*7919)%200000, 1+(i*31)%16384
 				if _, err := testbed.TCPTransfer(ctx, pr.A, pr.B, v6, base+i, total, write); err != nil {
@@ -35,6 +36,7 @@ func TestTCPGroundTruth(t *testing.T) {
 				}
 				ports[uint16(base+i)] = true
 			}
+			ended := time.Now().UnixNano()
 			// Ended connections reach the sink while the source runs (a
 			// tick or two after their 1 s end linger), not at shutdown.
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -50,6 +52,14 @@ func TestTCPGroundTruth(t *testing.T) {
 			}
 			file := stopWitness()
 			recs := stop()
+			// Times: the first packet's is exact, the last's within a tick
+			// (jiffies); both inside the traffic's span, give or take a tick.
+			const tick = int64(10 * time.Millisecond) // HZ=100, the coarsest
+			for _, r := range recs {
+				if r.Key.Proto == flow.ProtoTCP && (r.Start > r.End || r.Start < began-tick || r.End > ended+tick) {
+					t.Errorf("record %v: start %d, end %d outside the traffic's %d..%d", r.Key, r.Start, r.End, began, ended)
+				}
+			}
 			if st := s.Stats(); st.Lost != 0 || st.Ring != 0 || st.InsertE2BIG != 0 {
 				t.Errorf("stats %+v: no packet should have left the map", st)
 			}

@@ -92,7 +92,7 @@ int weir_drops(struct bpf_raw_tracepoint_args *ctx)
 	if (!v) {
 		__u64 now = bpf_ktime_get_ns();
 		struct flow_val nv = {
-			.first_ns = now, .last_ns = now, .netns = dev ? netns : 0, .ifindex = ifindex,
+			.first_ns = now, .last_j = bpf_jiffies64(), .netns = dev ? netns : 0, .ifindex = ifindex,
 			.drop_packets = 1, .drop_bytes = p.len, .drop_reason = r16,
 		};
 		long err = bpf_map_update_elem(m, &key, &nv, BPF_NOEXIST);
@@ -112,7 +112,7 @@ int weir_drops(struct bpf_raw_tracepoint_args *ctx)
 	__sync_fetch_and_add(&v->drop_bytes, p.len);
 	v->drop_reason = r16;
 	if (v->pb == 0 && v->carry == 0) // a flow only drops made: its times are theirs
-		v->last_ns = bpf_ktime_get_ns();
+		v->last_j = bpf_jiffies64();
 	count(COUNT_DROPS);
 	return 0;
 }

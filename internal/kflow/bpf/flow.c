@@ -108,8 +108,8 @@ struct flow_other {
 struct flow_val {
 	__u64 pb;         // packets << PB_SHIFT | bytes: see count_packet
 	__u64 carry;      // what count_packet moved out of pb: packet carries << 32 | byte carries
-	__u64 first_ns;   // CLOCK_MONOTONIC (bpf_ktime_get_ns)
-	__u64 last_ns;
+	__u64 first_ns;   // CLOCK_MONOTONIC (bpf_ktime_get_ns), exact
+	__u64 last_j;     // jiffies at the latest packet (see weir_clock)
 	__u64 netns;      // netns cookie of the interface that counts the flow
 	__u32 ifindex;    // its ifindex
 	__u8 egress;      // 1: seen leaving that interface, 0: arriving
@@ -148,6 +148,7 @@ struct {
 struct overflow_rec {
 	struct flow_key key;
 	__u64 ts;         // CLOCK_MONOTONIC
+	__u64 j;          // jiffies, as flow_val's last_j
 	__u64 netns;
 	__u32 ifindex;
 	__u32 len;        // IP-layer bytes
@@ -310,6 +311,7 @@ static __always_inline void spill(struct flow_key *key, struct pkt *p, __u64 now
 	}
 	__builtin_memcpy(&r->key, key, sizeof(*key));
 	r->ts = now;
+	r->j = bpf_jiffies64();
 	r->netns = netns;
 	r->ifindex = ifindex;
 	r->len = p->len;
@@ -389,7 +391,7 @@ static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 	if (!v) {
 		now = bpf_ktime_get_ns(); // exact first-packet time: once per flow and drain
 		struct flow_val nv = {
-			.pb = (1ULL << PB_SHIFT) | p.len, .first_ns = now, .last_ns = now,
+			.pb = (1ULL << PB_SHIFT) | p.len, .first_ns = now, .last_j = bpf_jiffies64(),
 			.netns = netns, .ifindex = ifindex, .egress = egress,
 			.marks = p.flags | (__u32)p.role << 8,
 		};
@@ -418,12 +420,14 @@ static __always_inline int account(struct __sk_buff *skb, __u32 l3, __u8 egress)
 		return TC_PASS;
 	}
 	count_packet(&v->pb, &v->carry, p.len);
-	// The tick-resolution clock: bpf_ktime_get_ns costs ~45 ns per packet
-	// on a VM's TSC, this a few. It lags the exact clock by up to a tick,
-	// so a last time can read earlier than the first (user space clamps).
-	now = bpf_ktime_get_coarse_ns();
-	if (now > v->last_ns)
-		v->last_ns = now; // racy between CPUs, off by at most a packet's time
+	// The tick counter: bpf_ktime_get_ns costs ~45 ns per packet on a
+	// VM's TSC, bpf_ktime_get_coarse_ns a helper call, and jiffies one load
+	// (the verifier inlines it). User space turns it into a time to within
+	// a tick (weir_clock), so a last time can read earlier than the first
+	// (user space clamps).
+	__u64 j = bpf_jiffies64();
+	if (j > v->last_j)
+		v->last_j = j; // racy between CPUs, off by at most a packet's time
 	__u32 marks = p.flags | (__u32)p.role << 8;
 	if ((v->marks & marks) != marks) // read first: the atomic only when something is new
 		__sync_fetch_and_or(&v->marks, marks);
@@ -446,6 +450,19 @@ SEC("tc")
 int weir_flow_ip_egress(struct __sk_buff *skb) { return account(skb, 0, 1); }
 
 #include "drops.h"
+
+// weir_clock reads both clocks at once for user space (run with
+// BPF_PROG_TEST_RUN at each drain), which maps a flow's last_j to
+// CLOCK_MONOTONIC with it: clock_ns - (clock_j - last_j) * tick.
+__u64 clock_j, clock_ns;
+
+SEC("tc")
+int weir_clock(struct __sk_buff *skb)
+{
+	clock_j = bpf_jiffies64();
+	clock_ns = bpf_ktime_get_ns();
+	return TC_PASS;
+}
 
 // An empty program: benchmarks attach it to measure what the kernel's own
 // run-time accounting costs per packet. Never loaded by a Source.
