@@ -43,21 +43,7 @@ func BenchmarkKernel(b *testing.B) {
 	pr := testbed.NewPair(b)
 	b.Run("noop", func(b *testing.B) { // the floor: an empty program, as the kernel accounts it
 		prog := tcNoop(b)
-		err := pr.B.Do(func() error {
-			ifc, err := net.InterfaceByName(pr.B.Iface)
-			if err != nil {
-				return err
-			}
-			l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
-			if err != nil {
-				return err
-			}
-			b.Cleanup(func() { l.Close() })
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ingress(b, pr.B, prog)
 		kernelCost(b, prog, rawSender(b, pr.A, pr.B), 1)
 	})
 	for _, prealloc := range []bool{true, false} {
@@ -80,6 +66,25 @@ func BenchmarkKernel(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// ingress attaches prog with TCX on h's interface, ingress, until b ends.
+func ingress(b *testing.B, h *testbed.Host, prog *ebpf.Program) {
+	err := h.Do(func() error {
+		ifc, err := net.InterfaceByName(h.Iface)
+		if err != nil {
+			return err
+		}
+		l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		b.Cleanup(func() { l.Close() })
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -5,7 +5,6 @@ package kflow
 import (
 	"encoding/binary"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -13,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/testbed"
@@ -55,21 +53,7 @@ func BenchmarkMapDesign(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%s/flows=%d", d, pa, flows), func(b *testing.B) {
 					coll := variant(b, spec, d, 65536, prealloc)
 					prog := coll.Programs["weir_var_"+d]
-					err := pr.B.Do(func() error {
-						ifc, err := net.InterfaceByName(pr.B.Iface)
-						if err != nil {
-							return err
-						}
-						l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
-						if err != nil {
-							return err
-						}
-						b.Cleanup(func() { l.Close() })
-						return nil
-					})
-					if err != nil {
-						b.Fatal(err)
-					}
+					ingress(b, pr.B, prog)
 					kernelCost(b, prog, send, flows)
 					// ≥: the veth's own IPv6 neighbour traffic adds a flow or two.
 					if n := entries(b, coll.Maps["v_"+d]); n < min(flows, b.N) {

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -85,7 +84,7 @@ func liveLoadRun(b *testing.B, pr *testbed.Pair, bin string, workers int) loadRe
 	if dir := os.Getenv("WEIR_BENCH_PROFILE"); dir != "" { // a CPU profile per run, for go tool pprof
 		weir.Args = append(weir.Args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("weir-w%d-%d.pprof", workers, time.Now().UnixNano())))
 	}
-	werr := &syncBuffer{}
+	werr := &testbed.SyncBuffer{}
 	weir.Stderr = werr
 	if err := weir.Start(); err != nil {
 		b.Fatal(err)
@@ -223,24 +222,6 @@ func procCPU(b *testing.B, pid int) time.Duration {
 		b.Fatalf("/proc/%d/stat: %q", pid, data)
 	}
 	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var ifaceLine = regexp.MustCompile(`^\s+(\S+)\s+([\d,]+) packets, .*kernel: ([\d,]+) received, ([\d,]+) dropped`)

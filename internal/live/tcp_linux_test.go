@@ -4,7 +4,6 @@ package live
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -51,30 +50,9 @@ func TestTCPAgainstDumpcap(t *testing.T) {
 			want := testbed.TsharkTCP(t, file, ports)
 			got := testbed.ByDstPort(recs, flow.ProtoTCP, pr.A.Addr(v6), pr.B.Addr(v6))
 			if len(want) != conns || len(got) != conns {
-				var missing []uint16
-				for p := range ports {
-					if want[p] == nil {
-						missing = append(missing, p)
-					}
-				}
-				slices.Sort(missing)
 				t.Logf("weir: %+v", r.c.Stats().Ifaces)
-				t.Fatalf("tshark saw %d connections, weir %d; want %d (tshark lacks %v)", len(want), len(got), conns, missing)
 			}
-			bad := 0
-			for port, w := range want {
-				g := got[port]
-				if g.Pkts != w.Pkts || g.Bytes != w.Bytes || g.RPkts != w.RPkts || g.RBytes != w.RBytes ||
-					g.Records != 1 || g.Reasons[flow.ReasonEnd] != 1 {
-					if bad++; bad <= 5 {
-						t.Errorf("port %d: weir %d/%d and %d/%d in %d records %v; tshark %d/%d and %d/%d",
-							port, g.Pkts, g.Bytes, g.RPkts, g.RBytes, g.Records, g.Reasons, w.Pkts, w.Bytes, w.RPkts, w.RBytes)
-					}
-				}
-			}
-			if bad > 0 {
-				t.Errorf("%d of %d connections differ", bad, conns)
-			}
+			testbed.CheckTCP(t, want, got, conns)
 		})
 	}
 }

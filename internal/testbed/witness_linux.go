@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // Need returns the path of a Debian tool, skipping the test when it is
@@ -30,24 +32,6 @@ func Need(t testing.TB, tool, pkg string) string {
 	return p
 }
 
-// lockedBuffer is a bytes.Buffer a process may write while a test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *lockedBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Dumpcap captures the TCP packets on h's interface into a pcap file with
 // libpcap, as an independent witness of what a weir source saw there;
 // stop ends the capture and returns the file.
@@ -56,7 +40,7 @@ func Dumpcap(t testing.TB, h *Host) (stop func() string) {
 	bin := Need(t, "dumpcap", "wireshark-common")
 	file := filepath.Join(t.TempDir(), "witness.pcap")
 	cmd := exec.Command("ip", "netns", "exec", h.Name, bin, "-q", "-i", h.Iface, "-B", "32", "-P", "-w", file, "-f", "tcp")
-	stderr := &lockedBuffer{}
+	stderr := &SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -134,4 +118,40 @@ func TsharkTCP(t testing.TB, file string, serverPorts map[uint16]bool) map[uint1
 		}
 	}
 	return m
+}
+
+// CheckTCP compares a source's TCP connections (got, by server port) with
+// the witness's (want, from TsharkTCP): the same conns connections, each
+// with the same packets and bytes both ways, in one record that ended
+// with reason end.
+func CheckTCP(t testing.TB, want, got map[uint16]*DirCounts, conns int) {
+	t.Helper()
+	if len(want) != conns || len(got) != conns {
+		var missing []uint16
+		for p := range got {
+			if want[p] == nil {
+				missing = append(missing, p)
+			}
+		}
+		slices.Sort(missing)
+		t.Fatalf("tshark saw %d connections, weir %d; want %d (tshark lacks %v)", len(want), len(got), conns, missing)
+	}
+	bad := 0
+	for port, w := range want {
+		g := got[port]
+		if g == nil || g.Pkts != w.Pkts || g.Bytes != w.Bytes || g.RPkts != w.RPkts || g.RBytes != w.RBytes ||
+			g.Records != 1 || g.Reasons[flow.ReasonEnd] != 1 {
+			if bad++; bad <= 5 {
+				if g == nil {
+					t.Errorf("port %d: weir has no record; tshark %d/%d and %d/%d", port, w.Pkts, w.Bytes, w.RPkts, w.RBytes)
+					continue
+				}
+				t.Errorf("port %d: weir %d/%d and %d/%d in %d records %v; tshark %d/%d and %d/%d",
+					port, g.Pkts, g.Bytes, g.RPkts, g.RBytes, g.Records, g.Reasons, w.Pkts, w.Bytes, w.RPkts, w.RBytes)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d connections differ", bad, conns)
+	}
 }

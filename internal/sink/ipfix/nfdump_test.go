@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/ipfix"
+	"github.com/weir-dev/weir/internal/testbed"
 )
 
 // freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
@@ -35,25 +35,6 @@ func freeUDPPort(t *testing.T) int {
 func udpBound(port int) bool {
 	b, err := os.ReadFile("/proc/net/udp")
 	return err == nil && bytes.Contains(b, []byte(fmt.Sprintf(" 0100007F:%04X ", port)))
-}
-
-// syncBuffer is a bytes.Buffer a child process's output goroutine and the
-// test can use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // records makes n records: IPv4 and IPv6, TCP, UDP and ICMP, both
@@ -150,7 +131,7 @@ func exportToNfcapd(t *testing.T, recs []flow.Record) (nfdump, dir, logs string)
 	}
 	dir = t.TempDir()
 	port := freeUDPPort(t)
-	var out syncBuffer
+	var out testbed.SyncBuffer
 	cap := exec.Command(nfcapd, "-b", "127.0.0.1", "-p", strconv.Itoa(port), "-w", dir, "-t", "3600")
 	cap.Stdout, cap.Stderr = &out, &out
 	if err := cap.Start(); err != nil {
