@@ -32,6 +32,11 @@ const queryExamples = `  # Top 10 talkers by bytes, all stored time
   # Bytes per 5 minutes from one network, not SSH, including flows still live
   weir query --resolution 5m --live time 'snet 10.0.0.0/8 and not port ssh'
 
+  # What the kernel dropped (--source ebpf --ebpf-drops), by reason, then by
+  # destination for one reason
+  weir query -s drop_packets drop_reason 'drop_reason != ""'
+  weir query -s drop_bytes dip,dport 'drop_reason = NO_SOCKET'
+
   # What is stored: interfaces and time spans
   weir query --list
 `
@@ -51,18 +56,22 @@ func runQuery(args []string, stdout_, stderr io.Writer) int {
 attributes, filter them with a condition, rank the groups.
 
 GROUP-BY is a comma-separated list of time, iface, sip, dip, sport, dport,
-proto, or the presets talk_src (sip), talk_dst (dip), talk_conv (sip,dip),
-apps_port (dport,proto) and raw.
+proto, drop_reason, sampling, or the presets talk_src (sip), talk_dst (dip),
+talk_conv (sip,dip), apps_port (dport,proto) and raw.
 
 CONDITION (the remaining arguments, or --condition) is a filter such as
   dport = 443 and not (snet 10.0.0.0/8 or host 2001:db8::1)
 with and/or/not and parentheses; = != < > <= >=; attributes sip dip host net
-snet dnet sport dport port proto iface vlan; port and protocol names (https,
-tcp). For host, net and port, != means neither side, other operators either
-side.
+snet dnet sport dport port proto iface vlan drop_reason sampling; port and
+protocol names (https, tcp). For host, net and port, != means neither side,
+other operators either side. drop_reason is the kernel's name for the latest
+drop (NO_SOCKET, NETFILTER_DROP; "" for none; any case); sampling is N for
+1-in-N sampled records (0 or 1: unsampled).
 
 A record counts when its start lies in [--from, --to). "out" counters are
-what the initiator (sip) sent, "in" what it received.`, queryExamples)
+what the initiator (sip) sent, "in" what it received. Packets and bytes the
+kernel dropped (eBPF source with drops, both directions together) are shown
+when the result has any or is sorted by them.`, queryExamples)
 	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store to read (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.Var(&o.ifaces, "iface", "only these interfaces (comma-separated or repeated; default all)")
@@ -75,7 +84,7 @@ what the initiator (sip) sent, "in" what it received.`, queryExamples)
 	fs.StringVar(&o.to, "t", "", "short for --to")
 	fs.IntVar(&o.limit, "limit", 10, "show the top `n` groups (per time bin when grouping by time); 0 shows all")
 	fs.IntVar(&o.limit, "n", 10, "short for --limit")
-	fs.StringVar(&o.sort, "sort", "bytes", "rank by bytes, packets or flows, optionally :in, :out or :sum (bytes:in)")
+	fs.StringVar(&o.sort, "sort", "bytes", "rank by bytes, packets or flows, optionally :in, :out or :sum (bytes:in), or by drop_packets or drop_bytes")
 	fs.StringVar(&o.sort, "s", "bytes", "short for --sort")
 	fs.BoolVar(&o.ascending, "ascending", false, "smallest first")
 	fs.DurationVar(&o.resolution, "resolution", 0, "time bin width; implies grouping by time (default 5m when grouping by time)")

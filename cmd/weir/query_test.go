@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -228,5 +230,59 @@ func TestCaptureExport(t *testing.T) {
 	}
 	if code, _, errs := runCLI("capture", "--synthetic", "flows=5", "-o", "none", "--export", "ipfix+sctp://127.0.0.1:1"); code != exitUsage || !strings.Contains(errs, "ipfix+tls://") {
 		t.Errorf("sctp export: exit %d, %s", code, errs)
+	}
+}
+
+// TestQueryDrops: 'weir query' groups and filters by drop_reason and
+// sampling, ranks by the drop counters and prints them exactly; the help
+// lists the new attributes and sorts; a drop sort with a direction is a
+// usage error.
+func TestQueryDrops(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.Open(store.Config{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC).UnixNano()
+	var recs []flow.Record
+	for i, d := range []struct {
+		drops, bytes uint64
+		reason       string
+		sampling     uint32
+	}{{3, 180, "NO_SOCKET", 10}, {0, 0, "", 10}, {5, 300, "NETFILTER_DROP", 10}, {4, 400, "NO_SOCKET", 10}, {0, 0, "", 0}} {
+		r := flow.Record{Packets: 1, Bytes: 60, DropPackets: d.drops, DropBytes: d.bytes, DropReason: d.reason, Sampling: d.sampling,
+			Iface: "eth0", Start: at + int64(i)*int64(time.Second), End: at + int64(i)*int64(time.Second)}
+		r.Key.SrcAddr, r.Key.DstAddr, r.Key.IPVersion, r.Key.Proto = netip.MustParseAddr("10.0.0.1").As16(), netip.MustParseAddr("10.0.0.2").As16(), 4, 17
+		recs = append(recs, r)
+	}
+	if err := s.Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-s", "drop_packets", "drop_reason,sampling"}, "drop_reason,sampling,flows,packets_out,packets_in,bytes_out,bytes_in,drop_packets,drop_bytes\n" +
+			"NO_SOCKET,10,2,2,0,120,0,7,580\nNETFILTER_DROP,10,1,1,0,60,0,5,300\n,0,1,1,0,60,0,0,0\n,10,1,1,0,60,0,0,0\n"},
+		{[]string{"-s", "drop_bytes", "sip", "drop_reason", "=", "no_socket", "and", "sampling", ">", "1"},
+			"sip,flows,packets_out,packets_in,bytes_out,bytes_in,drop_packets,drop_bytes\n10.0.0.1,2,2,0,120,0,7,580\n"},
+		{[]string{"sip", "sampling = 0"}, "sip,flows,packets_out,packets_in,bytes_out,bytes_in\n10.0.0.1,1,1,0,60,0\n"},
+	} {
+		code, out, errs := runCLI(append([]string{"query", "-d", dir, "-o", "csv"}, c.args...)...)
+		if code != exitOK || out != c.want {
+			t.Errorf("%v: exit %d, %s\n%s\nwant\n%s", c.args, code, errs, out, c.want)
+		}
+	}
+	if code, _, errs := runCLI("query", "-d", dir, "-s", "drop_packets:in", "sip"); code != exitUsage || !strings.Contains(errs, "both directions") {
+		t.Errorf("drop_packets:in: exit %d, %s", code, errs)
+	}
+	code, out, _ := runCLI("query", "--help")
+	for _, w := range []string{"proto, drop_reason, sampling, or the presets", "vlan drop_reason sampling;", "drop_packets or drop_bytes", "-s drop_packets drop_reason"} {
+		if code != exitOK || !strings.Contains(out, w) {
+			t.Errorf("help lacks %q (exit %d)", w, code)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package query
 import (
 	"container/heap"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -12,12 +13,56 @@ import (
 )
 
 // gkey is a group's compact key: interned address ids, ports, protocol,
-// interned interface id and time bin packed in 24 bytes, so that the group
+// interned label id and time bin packed in 24 bytes, so that the group
 // map stays small and hashes fast even with millions of groups.
 type gkey struct {
 	addrs uint64 // src id << 32 | dst id (0: not grouped)
-	rest  uint64 // sport << 48 | dport << 32 | proto << 24 | iface id
+	rest  uint64 // sport << 48 | dport << 32 | proto << 24 | label id
 	t     int64  // time bin start, Unix ns
+}
+
+// label is what a key's label id stands for: the interface, drop reason
+// and sampling rate of the group (each zero when not grouped by).
+type label struct {
+	iface, reason string
+	sampling      uint32
+}
+
+// maxLabels bounds the label ids, which have 24 bits in a key (a
+// variable for tests).
+var maxLabels = 1<<24 - 1
+
+// errTooManyLabels fails a query whose groups need more than maxLabels
+// label ids.
+func errTooManyLabels() error {
+	return fmt.Errorf("query: more than %d distinct (iface, drop_reason, sampling) groups", maxLabels)
+}
+
+// sums are a group's counters in the group table. The drop counters, zero
+// for nearly every record, are kept apart (agg.drops) so that a slot stays
+// one cache line.
+type sums struct {
+	Packets, Bytes, RevPackets, RevBytes, Flows uint64
+}
+
+// value is the counter a ranking by m (not a drop metric) in direction
+// d uses, as Counters.Value.
+func (c *sums) value(m Metric, d Direction) uint64 {
+	switch m {
+	case ByFlows:
+		return c.Flows
+	case ByPackets:
+		return pick(d, c.Packets, c.RevPackets)
+	}
+	return pick(d, c.Bytes, c.RevBytes)
+}
+
+func (c *sums) add(o *sums) {
+	c.Packets += o.Packets
+	c.Bytes += o.Bytes
+	c.RevPackets += o.RevPackets
+	c.RevBytes += o.RevBytes
+	c.Flows += o.Flows
 }
 
 // addrKey is an interned address: IPv4-mapped bytes and the IP version,
@@ -42,12 +87,16 @@ type agg struct {
 		k  addrKey
 		id uint32
 	}
-	ifaceID map[string]uint32
-	ifaces  []string
+	labelID  map[label]uint32
+	labels   []label             // id-1 → label
+	tooMany  bool                // a label past maxLabels was asked for
+	drops    map[gkey]*[2]uint64 // nil until a group has drops
+	lastLbl  label               // the label last interned, and its id
+	lastLbID uint32
 }
 
 func newAgg() *agg {
-	a := &agg{addrID: map[addrKey]uint32{}, ifaceID: map[string]uint32{}}
+	a := &agg{addrID: map[addrKey]uint32{}, labelID: map[label]uint32{}}
 	a.groups.init()
 	return a
 }
@@ -71,19 +120,59 @@ func (g *agg) addr(a *[16]byte, ver uint8) uint32 {
 	return id
 }
 
-// iface interns an interface name.
-func (g *agg) iface(name string) uint32 {
-	id := g.ifaceID[name]
-	if id == 0 {
-		g.ifaces = append(g.ifaces, name)
-		id = uint32(len(g.ifaces))
-		g.ifaceID[name] = id
+// label interns a label; past maxLabels it sets tooMany (the query then
+// fails) rather than reuse an id.
+func (g *agg) label(l label) uint32 {
+	if g.lastLbID != 0 && l == g.lastLbl { // rows of a block mostly share one
+		return g.lastLbID
 	}
+	id := g.labelID[l]
+	if id == 0 {
+		if len(g.labels) >= maxLabels {
+			g.tooMany = true
+			return uint32(maxLabels)
+		}
+		g.labels = append(g.labels, l)
+		id = uint32(len(g.labels))
+		g.labelID[l] = id
+	}
+	g.lastLbl, g.lastLbID = l, id
 	return id
 }
 
 // add adds c to group k.
-func (g *agg) add(k gkey, c *Counters) { g.groups.find(k).add(c) }
+func (g *agg) add(k gkey, c *Counters) {
+	g.groups.find(k).add(&sums{c.Packets, c.Bytes, c.RevPackets, c.RevBytes, c.Flows})
+	g.addDrops(k, c.DropPackets, c.DropBytes)
+}
+
+// addDrops adds drop counters to group k, which has a slot.
+func (g *agg) addDrops(k gkey, pkts, bytes uint64) {
+	if pkts|bytes == 0 {
+		return
+	}
+	d := g.drops[k]
+	if d == nil {
+		if g.drops == nil {
+			g.drops = map[gkey]*[2]uint64{}
+		}
+		d = new([2]uint64)
+		g.drops[k] = d
+	}
+	d[0] += pkts
+	d[1] += bytes
+}
+
+// counters are slot s's sums with its drops.
+func (g *agg) counters(s *slot) Counters {
+	c := Counters{Packets: s.c.Packets, Bytes: s.c.Bytes, RevPackets: s.c.RevPackets, RevBytes: s.c.RevBytes, Flows: s.c.Flows}
+	if len(g.drops) > 0 {
+		if d := g.drops[s.k]; d != nil {
+			c.DropPackets, c.DropBytes = d[0], d[1]
+		}
+	}
+	return c
+}
 
 // merge adds o's groups into g, translating o's interned ids to g's.
 func (g *agg) merge(o *agg) {
@@ -91,15 +180,16 @@ func (g *agg) merge(o *agg) {
 	for i := range o.addrs {
 		addrT[i+1] = g.addr(&o.addrs[i].a, o.addrs[i].ver)
 	}
-	ifT := make([]uint32, len(o.ifaces)+1)
-	for i, n := range o.ifaces {
-		ifT[i+1] = g.iface(n)
+	lblT := make([]uint32, len(o.labels)+1)
+	for i, l := range o.labels {
+		lblT[i+1] = g.label(l)
 	}
 	o.groups.each(func(sl *slot) {
+		c := o.counters(sl)
 		k := sl.k
 		k.addrs = uint64(addrT[k.addrs>>32])<<32 | uint64(addrT[uint32(k.addrs)])
-		k.rest = k.rest&^0xffffff | uint64(ifT[k.rest&0xffffff])
-		g.add(k, &sl.c)
+		k.rest = k.rest&^0xffffff | uint64(lblT[min(k.rest&0xffffff, uint64(len(o.labels)))])
+		g.add(k, &c)
 	})
 	o.groups.release()
 }
@@ -107,8 +197,9 @@ func (g *agg) merge(o *agg) {
 // public expands a compact key.
 func (g *agg) public(k gkey) Key {
 	p := Key{SrcPort: uint16(k.rest >> 48), DstPort: uint16(k.rest >> 32), Proto: uint8(k.rest >> 24)}
-	if id := k.rest & 0xffffff; id != 0 {
-		p.Iface = g.ifaces[id-1]
+	if id := k.rest & 0xffffff; id != 0 && id <= uint64(len(g.labels)) {
+		l := &g.labels[id-1]
+		p.Iface, p.DropReason, p.Sampling = l.iface, l.reason, l.sampling
 	}
 	if k.t != 0 {
 		p.Time = time.Unix(0, k.t).UTC()
@@ -132,9 +223,16 @@ func (g *agg) ip(id uint32) netip.Addr {
 // or the top Limit per time bin picked with a bounded heap (sorting
 // millions of groups to show ten would dominate the query).
 func (g *agg) rank(q *Query) ([]Row, Counters) {
-	var tot Counters
+	var tot sums
+	value := func(s *slot) uint64 {
+		if q.Sort == ByDropPackets || q.Sort == ByDropBytes {
+			c := g.counters(s)
+			return c.Value(q.Sort, q.Dir)
+		}
+		return s.c.value(q.Sort, q.Dir)
+	}
 	better := func(a, b *slot) bool { // a ranks before b within a bin
-		va, vb := a.c.Value(q.Sort, q.Dir), b.c.Value(q.Sort, q.Dir)
+		va, vb := value(a), value(b)
 		if va != vb {
 			return (va > vb) != q.Ascending
 		}
@@ -176,9 +274,14 @@ func (g *agg) rank(q *Query) ([]Row, Counters) {
 	})
 	rows := make([]Row, len(pick))
 	for n, s := range pick {
-		rows[n] = Row{Key: g.public(s.k), Counters: s.c}
+		rows[n] = Row{Key: g.public(s.k), Counters: g.counters(s)}
 	}
-	return rows, tot
+	total := Counters{Packets: tot.Packets, Bytes: tot.Bytes, RevPackets: tot.RevPackets, RevBytes: tot.RevBytes, Flows: tot.Flows}
+	for _, d := range g.drops { // every key there has a slot: its drops are in the groups
+		total.DropPackets += d[0]
+		total.DropBytes += d[1]
+	}
+	return rows, total
 }
 
 // topN keeps the best n slots offered: a heap whose root is the worst
@@ -230,10 +333,10 @@ func (s *sharded) init() {
 func (s *sharded) shard(h uint64) *table { return &s.t[h>>57&(shards-1)] }
 
 // find returns the sums of group k, adding it if new.
-func (s *sharded) find(k gkey) *Counters { return s.findH(k, k.hash()) }
+func (s *sharded) find(k gkey) *sums { return s.findH(k, k.hash()) }
 
 // findH is find with k's hash already computed.
-func (s *sharded) findH(k gkey, h uint64) *Counters {
+func (s *sharded) findH(k gkey, h uint64) *sums {
 	t := s.shard(h)
 	n := t.n
 	c := t.findH(k, h)
@@ -277,7 +380,7 @@ type table struct {
 
 type slot struct {
 	k gkey
-	c Counters
+	c sums
 }
 
 func (t *table) init(size int) {
@@ -308,10 +411,10 @@ func (k *gkey) hash() uint64 {
 }
 
 // find returns the sums of group k, adding the group if it is new.
-func (t *table) find(k gkey) *Counters { return t.findH(k, k.hash()) }
+func (t *table) find(k gkey) *sums { return t.findH(k, k.hash()) }
 
 // findH is find with k's hash already computed.
-func (t *table) findH(k gkey, h uint64) *Counters {
+func (t *table) findH(k gkey, h uint64) *sums {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		if s.c.Flows == 0 {

@@ -22,12 +22,14 @@ const (
 	aProto
 	aIface
 	aVLAN
+	aDropReason
+	aSampling
 )
 
 func (a attr) isAddr() bool { return a <= aAddr }
 func (a attr) either() bool { return a == aAddr || a == aPort }
 
-var attrShow = [...]string{"sip", "dip", "host", "sport", "dport", "port", "proto", "iface", "vlan"}
+var attrShow = [...]string{"sip", "dip", "host", "sport", "dport", "port", "proto", "iface", "vlan", "drop_reason", "sampling"}
 
 type cmpOp uint8
 
@@ -84,11 +86,11 @@ type leaf struct {
 	attr attr
 	op   cmpOp
 	all  bool
-	num  uint64   // ports, proto, vlan
+	num  uint64   // ports, proto, vlan, sampling
 	addr [16]byte // addresses: IPv4-mapped for IPv4
 	bits uint8    // prefix length in the 128-bit space
 	v4   bool
-	str  string // iface
+	str  string // iface; drop_reason (upper case)
 }
 
 // normalize pushes negations down to the leaves (De Morgan), so that each
@@ -155,7 +157,7 @@ func (l *leaf) value() string {
 		return netip.PrefixFrom(a, bits).String()
 	case l.attr == aProto:
 		return iana.ProtoName(uint8(l.num))
-	case l.attr == aIface:
+	case l.attr == aIface || l.attr == aDropReason:
 		return quote(l.str)
 	}
 	return strconv.FormatUint(l.num, 10)
@@ -183,6 +185,10 @@ func (l *leaf) needs() store.Column {
 		return store.ColProto
 	case aVLAN:
 		return store.ColVLAN
+	case aDropReason:
+		return store.ColDropReason
+	case aSampling:
+		return store.ColSampling
 	}
 	return 0 // iface is the block's
 }
@@ -211,8 +217,27 @@ func (l *leaf) mayMatch(b *store.BlockInfo) bool {
 		return l.rangeMay(b, store.ColProto)
 	case aVLAN:
 		return l.rangeMay(b, store.ColVLAN)
+	case aSampling:
+		return l.rangeMay(b, store.ColSampling)
+	case aDropReason:
+		return l.reasonMay(b)
 	}
 	return true
+}
+
+// reasonMay judges a drop_reason leaf by the block's range of reason
+// lengths: no reason of the value's length means no equal one, and a
+// block whose reasons are all empty has none unequal to "".
+func (l *leaf) reasonMay(b *store.BlockInfo) bool {
+	lo, hi, ok := b.Range(store.ColDropReason)
+	if !ok {
+		return true
+	}
+	n := uint64(len(l.str))
+	if l.op == opEq {
+		return lo <= n && n <= hi
+	}
+	return !(n == 0 && hi == 0)
 }
 
 // combine joins the two sides of a leaf: either side, or both for all.

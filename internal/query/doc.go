@@ -1,6 +1,7 @@
 // Package query answers questions about stored flows: which groups (by
-// time, interface, addresses, ports, protocol) carried the most bytes,
-// packets or flows, under a condition, over a time range.
+// time, interface, addresses, ports, protocol, drop reason, sampling rate)
+// carried the most bytes, packets or flows, or had the most packets or
+// bytes dropped, under a condition, over a time range.
 //
 // Run lists the store's blocks in the time range, skips those whose
 // summaries (min/max per column, bloom filters of addresses and ports) rule
@@ -18,12 +19,15 @@
 //	OP     = "=" | "==" | "!=" | "<" | "<=" | ">" | ">="   (default "=")
 //
 // Attributes: sip (src, snet), dip (dst, dnet), host and net (either
-// address), sport, dport, port (either port), proto, iface, vlan. Address
+// address), sport, dport, port (either port), proto, iface, vlan,
+// drop_reason (the kernel's name for the latest drop: NO_SOCKET,
+// NETFILTER_DROP, ...; "" when none; compared ignoring ASCII case),
+// sampling (N for 1-in-N sampled counts, 0 or 1 when unsampled). Address
 // values are an address or a CIDR prefix (10.0.0.0/8, 2001:db8::/32); an
 // IPv4 value never matches an IPv6 row. Ports take numbers or service names
 // (https), proto numbers or names (tcp, udp, icmp, icmpv6, gre, ...), and a
-// protocol name alone means proto = name. Addresses and iface compare only
-// with = and !=. For the either-side attributes, != means neither side
+// protocol name alone means proto = name. Addresses, iface and drop_reason
+// compare only with = and !=. For the either-side attributes, != means neither side
 // ("port != 22"), every other operator means either side, so "not X" is
 // always the exact negation of X. Words may be quoted with ' or " (a
 // backslash escapes the next byte). A mistake is a *SyntaxError with the
@@ -36,4 +40,12 @@
 // keep the record's orientation: "out" is what the initiator (sip) sent,
 // "in" what it received. Flows counts records: a long flow reported every
 // active timeout is several records.
+//
+// DropPackets and DropBytes sum what the kernel dropped of the records'
+// flows (both directions together; eBPF source with drops). Results rank
+// by them with ByDropPackets and ByDropBytes; the table and CSV outputs
+// show them only when a record of the result had drops or the ranking is
+// by them, and JSON only when not 0, so output without drops is as it was.
+// Counts are stored as counted: a sampled record (sampling N > 1) is not
+// scaled.
 package query

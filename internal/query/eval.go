@@ -90,7 +90,31 @@ func (l *leaf) eval(c *store.Columns, sel []bool, e *evaluator) {
 		evalNum(l.op, l.num, c.Proto, sel)
 	case aVLAN:
 		evalNum(l.op, l.num, c.VLAN, sel)
+	case aSampling:
+		evalNum(l.op, l.num, c.Sampling, sel)
+	case aDropReason:
+		want := l.op == opEq
+		for i, r := range c.DropReason[:len(sel)] {
+			sel[i] = equalFoldASCII(r, l.str) == want
+		}
 	}
+}
+
+// equalFoldASCII reports whether a and b are equal ignoring the case of
+// ASCII letters.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x != y {
+			if x|0x20 != y|0x20 || x|0x20 < 'a' || x|0x20 > 'z' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // join combines the two sides of an either-side leaf into sel.
@@ -115,7 +139,7 @@ func (l *leaf) evalAddr(a [][16]byte, ver []uint8, sel []bool) {
 
 // evalNum compares a numeric column; one loop per operator keeps the
 // comparison out of the row loop.
-func evalNum[T uint8 | uint16](op cmpOp, x uint64, v []T, sel []bool) {
+func evalNum[T uint8 | uint16 | uint32](op cmpOp, x uint64, v []T, sel []bool) {
 	if x > uint64(^T(0)) { // beyond the column's range: constant answer
 		all := op == opNe || op == opLt || op == opLe
 		for i := range sel {

@@ -65,8 +65,20 @@ func cell(k *Key, a Attr) string {
 		return strconv.Itoa(int(k.DstPort))
 	case AttrProto:
 		return iana.ProtoName(k.Proto)
+	case AttrDropReason:
+		return k.DropReason
+	case AttrSampling:
+		return strconv.FormatUint(uint64(k.Sampling), 10)
 	}
 	return ""
+}
+
+// showDrops says whether the table and CSV have the drop columns: when
+// some record of the result had drops, or it is ranked by them. Output
+// without drops stays as it was before they existed.
+func (res *Result) showDrops() bool {
+	return res.Totals.DropPackets != 0 || res.Totals.DropBytes != 0 ||
+		res.Query.Sort == ByDropPackets || res.Query.Sort == ByDropBytes
 }
 
 func (res *Result) writeTable(w io.Writer) error {
@@ -76,17 +88,28 @@ func (res *Result) writeTable(w io.Writer) error {
 		hdr = append(hdr, a.String())
 	}
 	hdr = append(hdr, "flows", "pkts out", "pkts in", "pkts", "%", "bytes out", "bytes in", "bytes", "%")
+	drops := res.showDrops()
+	if drops {
+		hdr = append(hdr, "dropped pkts", "dropped bytes")
+	}
 	fmt.Fprintln(tw, strings.Join(hdr, "\t")+"\t")
 	tot := res.Totals
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		var line []string
 		for _, a := range res.Query.Group {
-			line = append(line, cell(&r.Key, a))
+			c := cell(&r.Key, a)
+			if a == AttrDropReason && c == "" {
+				c = "-"
+			}
+			line = append(line, c)
 		}
 		line = append(line, stdout.Count(r.Flows), stdout.Count(r.Packets), stdout.Count(r.RevPackets), stdout.Count(r.Packets+r.RevPackets),
 			percent(r.Packets+r.RevPackets, tot.Packets+tot.RevPackets),
 			stdout.Bytes(r.Bytes), stdout.Bytes(r.RevBytes), stdout.Bytes(r.Bytes+r.RevBytes), percent(r.Bytes+r.RevBytes, tot.Bytes+tot.RevBytes))
+		if drops {
+			line = append(line, stdout.Count(r.DropPackets), stdout.Bytes(r.DropBytes))
+		}
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
 	total := make([]string, len(res.Query.Group)) // the label under the first attribute
@@ -96,6 +119,9 @@ func (res *Result) writeTable(w io.Writer) error {
 	total = append(total, stdout.Count(tot.Flows), stdout.Count(tot.Packets), stdout.Count(tot.RevPackets),
 		stdout.Count(tot.Packets+tot.RevPackets), "", stdout.Bytes(tot.Bytes), stdout.Bytes(tot.RevBytes),
 		stdout.Bytes(tot.Bytes+tot.RevBytes), "")
+	if drops {
+		total = append(total, stdout.Count(tot.DropPackets), stdout.Bytes(tot.DropBytes))
+	}
 	fmt.Fprintln(tw, strings.Join(total, "\t")+"\t")
 	if err := tw.Flush(); err != nil {
 		return err
@@ -123,19 +149,25 @@ type jsonRow struct {
 	SrcPort *uint16    `json:"sport,omitempty"`
 	DstPort *uint16    `json:"dport,omitempty"`
 	Proto   *uint8     `json:"proto,omitempty"`
+	Reason  *string    `json:"drop_reason,omitempty"`
+	Samp    *uint32    `json:"sampling,omitempty"`
 	jsonCounters
 }
 
+// jsonCounters are a row's or the totals' counters; the drop counters
+// only when not 0 (as in weir's JSON records).
 type jsonCounters struct {
-	Flows      uint64 `json:"flows"`
-	PacketsOut uint64 `json:"packets_out"`
-	PacketsIn  uint64 `json:"packets_in"`
-	BytesOut   uint64 `json:"bytes_out"`
-	BytesIn    uint64 `json:"bytes_in"`
+	Flows       uint64 `json:"flows"`
+	PacketsOut  uint64 `json:"packets_out"`
+	PacketsIn   uint64 `json:"packets_in"`
+	BytesOut    uint64 `json:"bytes_out"`
+	BytesIn     uint64 `json:"bytes_in"`
+	DropPackets uint64 `json:"drop_packets,omitempty"`
+	DropBytes   uint64 `json:"drop_bytes,omitempty"`
 }
 
 func countersJSON(c *Counters) jsonCounters {
-	return jsonCounters{c.Flows, c.Packets, c.RevPackets, c.Bytes, c.RevBytes}
+	return jsonCounters{c.Flows, c.Packets, c.RevPackets, c.Bytes, c.RevBytes, c.DropPackets, c.DropBytes}
 }
 
 func (res *Result) jsonRows() []jsonRow {
@@ -161,6 +193,10 @@ func (res *Result) jsonRows() []jsonRow {
 				j.DstPort = &r.DstPort
 			case AttrProto:
 				j.Proto = &r.Proto
+			case AttrDropReason:
+				j.Reason = &r.DropReason
+			case AttrSampling:
+				j.Samp = &r.Sampling
 			}
 		}
 	}
@@ -208,7 +244,12 @@ func (res *Result) writeCSV(w io.Writer) error {
 	for _, a := range res.Query.Group {
 		hdr = append(hdr, a.String())
 	}
-	if err := cw.Write(append(hdr, "flows", "packets_out", "packets_in", "bytes_out", "bytes_in")); err != nil {
+	hdr = append(hdr, "flows", "packets_out", "packets_in", "bytes_out", "bytes_in")
+	drops := res.showDrops()
+	if drops {
+		hdr = append(hdr, "drop_packets", "drop_bytes")
+	}
+	if err := cw.Write(hdr); err != nil {
 		return err
 	}
 	for i := range res.Rows {
@@ -222,7 +263,11 @@ func (res *Result) writeCSV(w io.Writer) error {
 			line = append(line, cell(&r.Key, a))
 		}
 		u := strconv.FormatUint
-		if err := cw.Write(append(line, u(r.Flows, 10), u(r.Packets, 10), u(r.RevPackets, 10), u(r.Bytes, 10), u(r.RevBytes, 10))); err != nil {
+		line = append(line, u(r.Flows, 10), u(r.Packets, 10), u(r.RevPackets, 10), u(r.Bytes, 10), u(r.RevBytes, 10))
+		if drops {
+			line = append(line, u(r.DropPackets, 10), u(r.DropBytes, 10))
+		}
+		if err := cw.Write(line); err != nil {
 			return err
 		}
 	}

@@ -81,6 +81,10 @@ type jsonRecord struct {
 	End         time.Time  `json:"end"`
 	Iface       string     `json:"iface"`
 	VLAN        uint16     `json:"vlan"`
+	DropPackets uint64     `json:"drop_packets"`
+	DropBytes   uint64     `json:"drop_bytes"`
+	DropReason  string     `json:"drop_reason"`
+	Sampling    uint32     `json:"sampling"`
 }
 
 // ReadRecords parses JSON-lines flow records (docs/record.md), at most
@@ -114,6 +118,7 @@ func ReadRecords(r io.Reader, limit int) ([]flow.Record, error) {
 		rec.Packets, rec.Bytes, rec.RevPackets, rec.RevBytes = j.Packets, j.Bytes, j.RevPackets, j.RevBytes
 		rec.TCPFlags, rec.RevTCPFlags, rec.VLAN = j.TCPFlags, j.RevTCPFlags, j.VLAN
 		rec.Start, rec.End, rec.Iface = j.Start.UnixNano(), j.End.UnixNano(), j.Iface
+		rec.DropPackets, rec.DropBytes, rec.DropReason, rec.Sampling = j.DropPackets, j.DropBytes, j.DropReason, j.Sampling
 		out = append(out, rec)
 	}
 	if err := sc.Err(); err != nil {
@@ -151,6 +156,8 @@ func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
 		c.EndReason = append(c.EndReason, uint8(r.EndReason))
 		c.VLAN = append(c.VLAN, r.VLAN)
 		c.Start, c.End = append(c.Start, r.Start), append(c.End, r.End)
+		c.DropPackets, c.DropBytes = append(c.DropPackets, r.DropPackets), append(c.DropBytes, r.DropBytes)
+		c.DropReason, c.Sampling = append(c.DropReason, r.DropReason), append(c.Sampling, r.Sampling)
 	}
 	out := make([]store.Columns, 0, len(names))
 	for _, n := range names {

@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -149,7 +150,9 @@ var attrNames = map[string]attr{
 	"port":  aPort,
 	"proto": aProto, "protocol": aProto,
 	"iface": aIface, "interface": aIface,
-	"vlan": aVLAN,
+	"vlan":        aVLAN,
+	"drop_reason": aDropReason,
+	"sampling":    aSampling,
 }
 
 // primitive := ATTR [OP] VALUE | PROTONAME
@@ -165,7 +168,7 @@ func (p *parser) primitive() (node, error) {
 		if s := suggestAttr(name); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		} else {
-			msg += "; want sip, dip, host, net, snet, dnet, sport, dport, port, proto, iface, vlan or a protocol name"
+			msg += "; want sip, dip, host, net, snet, dnet, sport, dport, port, proto, iface, vlan, drop_reason, sampling or a protocol name"
 		}
 		return nil, p.errAt(t, msg)
 	}
@@ -173,7 +176,7 @@ func (p *parser) primitive() (node, error) {
 	if o := p.peek(); o.kind == tOp {
 		p.next()
 		l.op = ops[o.text]
-		if (a.isAddr() || a == aIface) && l.op != opEq && l.op != opNe {
+		if (a.isAddr() || a == aIface || a == aDropReason) && l.op != opEq && l.op != opNe {
 			return nil, p.errAt(o, fmt.Sprintf("%s compares only with = or !=", name))
 		}
 	}
@@ -209,10 +212,25 @@ func (l *leaf) setValue(w string) string {
 		return l.setNum(w, 255, "a protocol number (0-255) or name such as tcp")
 	case aVLAN:
 		return l.setNum(w, 4095, "a VLAN ID (0-4095)")
+	case aSampling:
+		return l.setNum(w, math.MaxUint32, "a sampling rate N (0-4294967295; 0 and 1: unsampled)")
 	case aIface:
 		l.str = w
+	case aDropReason:
+		l.str = upperASCII(w) // kernel names are upper case; compared ignoring ASCII case
 	}
 	return ""
+}
+
+// upperASCII upper-cases the ASCII letters of w and leaves other bytes.
+func upperASCII(w string) string {
+	b := []byte(w)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 func (l *leaf) setNum(w string, limit uint64, want string) string {

@@ -166,7 +166,8 @@ func TestParseSort(t *testing.T) {
 func FuzzParseCondition(f *testing.F) {
 	for _, s := range []string{"dport = 443", "not (host 10.0.0.1 or net 2001:db8::/32) and tcp",
 		"port != 22 && iface = 'eth 0'", "((((udp))))", "sip = ::ffff:10.0.0.1", "vlan >= 4095 or proto 0",
-		"dport = ", "& |", "'", "snet 10.0.0.0/33", "\x00\xff", "not not not port < 1"} {
+		"dport = ", "& |", "'", "snet 10.0.0.0/33", "\x00\xff", "not not not port < 1",
+		"drop_reason = no_socket or sampling > 1", "not drop_reason != ''", "drop_reason 'and\\'"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

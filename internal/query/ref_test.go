@@ -24,6 +24,8 @@ var (
 	v6Pool   = []string{"2001:db8::1", "2001:db8::2", "2001:db8:1::9", "fe80::1"}
 	portPool = []uint16{22, 53, 80, 443, 8080, 40000, 40001, 40002, 51515}
 	ifPool   = []string{"eth0", "eth1", "wg0"}
+	// dropPool are drop reasons; "" is a drop without a known reason.
+	dropPool = []string{"NO_SOCKET", "NETFILTER_DROP", "TCP_CSUM", ""}
 )
 
 // randRecords makes n records over about two days (so two day partitions),
@@ -54,6 +56,16 @@ func randRecords(r *rand.Rand, n int) []flow.Record {
 			rec.VLAN = 10
 		}
 		rec.EndReason = flow.ReasonIdle
+		// Only eth1 (as an eBPF source with drops and sampling) has
+		// drops, so that eth0 and wg0 blocks have none.
+		if rec.Iface == "eth1" {
+			rec.Sampling = []uint32{0, 1, 100}[r.IntN(3)]
+			if r.IntN(4) == 0 {
+				rec.DropPackets = uint64(r.IntN(20))
+				rec.DropBytes = rec.DropPackets * uint64(40+r.IntN(1400))
+				rec.DropReason = dropPool[r.IntN(len(dropPool))]
+			}
+		}
 	}
 	return out
 }
@@ -124,7 +136,7 @@ func randLeaf(r *rand.Rand) rcond {
 		}
 		return v >= x
 	}
-	switch r.IntN(9) {
+	switch r.IntN(11) {
 	case 0, 1: // one address side
 		side := r.IntN(2)
 		name := []string{"sip", "dip", "src", "dst", "snet", "dnet"}[side+2*r.IntN(3)]
@@ -182,6 +194,20 @@ func randLeaf(r *rand.Rand) rcond {
 			text = map[uint8]string{1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6"}[p]
 		}
 		return rcond{text, func(rec *flow.Record) bool { return cmp(op, uint64(rec.Key.Proto), uint64(p)) }}
+	case 9: // drop reason: = or != only, case-insensitive, "" for none
+		v := dropPool[r.IntN(len(dropPool))]
+		neg := r.IntN(2) == 0
+		text := quote(v)
+		if r.IntN(3) == 0 {
+			text = quote(strings.ToLower(v))
+		}
+		return rcond{fmt.Sprintf("drop_reason %s %s", map[bool]string{false: "=", true: "!="}[neg], text), func(rec *flow.Record) bool {
+			return (rec.DropReason == v) != neg
+		}}
+	case 10:
+		op := ops[r.IntN(len(ops))]
+		v := uint64([]int{0, 1, 100, 5000}[r.IntN(4)])
+		return rcond{fmt.Sprintf("sampling %s %d", op, v), func(rec *flow.Record) bool { return cmp(op, uint64(rec.Sampling), v) }}
 	case 7:
 		name := ifPool[r.IntN(len(ifPool))]
 		neg := r.IntN(2) == 0
@@ -243,15 +269,19 @@ func reference(q *Query, cond func(*flow.Record) bool, recs []flow.Record) ([]Ro
 				k.DstPort = rec.Key.DstPort
 			case AttrProto:
 				k.Proto = rec.Key.Proto
+			case AttrDropReason:
+				k.DropReason = rec.DropReason
+			case AttrSampling:
+				k.Sampling = rec.Sampling
 			}
 		}
-		ks := fmt.Sprintf("%v|%s|%v|%v|%d|%d|%d", k.Time, k.Iface, k.SrcIP, k.DstIP, k.SrcPort, k.DstPort, k.Proto)
+		ks := fmt.Sprintf("%v|%s|%v|%v|%d|%d|%d|%q|%d", k.Time, k.Iface, k.SrcIP, k.DstIP, k.SrcPort, k.DstPort, k.Proto, k.DropReason, k.Sampling)
 		g := groups[ks]
 		if g == nil {
 			g = &Row{Key: k}
 			groups[ks] = g
 		}
-		c := Counters{rec.Packets, rec.Bytes, rec.RevPackets, rec.RevBytes, 1}
+		c := Counters{rec.Packets, rec.Bytes, rec.RevPackets, rec.RevBytes, 1, rec.DropPackets, rec.DropBytes}
 		g.add(&c)
 		tot.add(&c)
 	}
@@ -300,7 +330,7 @@ func TestAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	recs := randRecords(r, 6000)
 	s := writeStore(t, recs, 500)
-	attrs := []Attr{AttrTime, AttrIface, AttrSrcIP, AttrDstIP, AttrSrcPort, AttrDstPort, AttrProto}
+	attrs := []Attr{AttrTime, AttrIface, AttrSrcIP, AttrDstIP, AttrSrcPort, AttrDstPort, AttrProto, AttrDropReason, AttrSampling}
 	skipped := 0
 	for i := range 300 {
 		rc := randCond(r, 3)
@@ -315,7 +345,7 @@ func TestAgainstReference(t *testing.T) {
 			t.Fatalf("%q: canonical form %q does not parse back to itself: %v", rc.text, cond.String(), err)
 		}
 		q := &Query{Cond: cond, Limit: r.IntN(4) * 3, Workers: 1 + r.IntN(3), Ascending: r.IntN(5) == 0,
-			Sort: Metric(r.IntN(3)), Dir: Direction(r.IntN(3))}
+			Sort: Metric(r.IntN(5)), Dir: Direction(r.IntN(3))}
 		for _, a := range attrs {
 			if r.IntN(3) == 0 {
 				q.Group = append(q.Group, a)

@@ -48,9 +48,12 @@ type Query struct {
 
 // Counters are the sums of a group. Packets and Bytes were sent by the
 // initiator (sip, "out"), RevPackets and RevBytes by the responder (dip,
-// "in"); Flows counts the records.
+// "in"); Flows counts the records. DropPackets and DropBytes are the
+// packets (both ways together) and bytes the kernel dropped (eBPF source
+// with drops; 0 otherwise).
 type Counters struct {
 	Packets, Bytes, RevPackets, RevBytes, Flows uint64
+	DropPackets, DropBytes                      uint64
 }
 
 func (c *Counters) add(o *Counters) {
@@ -59,13 +62,20 @@ func (c *Counters) add(o *Counters) {
 	c.RevPackets += o.RevPackets
 	c.RevBytes += o.RevBytes
 	c.Flows += o.Flows
+	c.DropPackets += o.DropPackets
+	c.DropBytes += o.DropBytes
 }
 
-// Value is the counter a ranking by m in direction d uses.
+// Value is the counter a ranking by m in direction d uses (d does not
+// apply to the drop metrics).
 func (c *Counters) Value(m Metric, d Direction) uint64 {
 	switch m {
 	case ByFlows:
 		return c.Flows
+	case ByDropPackets:
+		return c.DropPackets
+	case ByDropBytes:
+		return c.DropBytes
 	case ByPackets:
 		return pick(d, c.Packets, c.RevPackets)
 	}
@@ -89,6 +99,8 @@ type Key struct {
 	SrcIP, DstIP     netip.Addr
 	SrcPort, DstPort uint16
 	Proto            uint8
+	DropReason       string // "" for records without a drop reason
+	Sampling         uint32 // 0 or 1: unsampled
 }
 
 // Row is one group of the result.
@@ -191,6 +203,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	}
 	for i, sc := range scans {
 		sc.flushByID()
+		if sc.g.tooMany {
+			return nil, errTooManyLabels()
+		}
 		if i == 0 || !parted { // partitioned workers all saw every row
 			res.Stats.BlocksSkipped += sc.skipped
 			res.Stats.BlocksCorrupt += sc.corrupt
@@ -214,6 +229,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 		for _, sc := range scans[1:] {
 			g.merge(sc.g)
 			sc.g = nil // let the collector have it
+		}
+		if g.tooMany {
+			return nil, errTooManyLabels()
 		}
 		res.Stats.Groups = g.groups.n
 		res.Rows, res.Totals = g.rank(q)
@@ -240,6 +258,7 @@ type scanner struct {
 	q                 *Query
 	from, to, res     int64
 	group             [numAttrs]bool
+	labels            bool // grouping by drop_reason or sampling: a label per row
 	cols              store.Columns
 	sel               []bool
 	ev                evaluator
@@ -247,10 +266,12 @@ type scanner struct {
 	skipped, corrupt  int
 	scanned, matched  int64
 	need, needPartial store.Column
-	part, parts       uint64     // this scanner keeps the groups of hash partition part
-	srcIDs, dstIDs    dictIDs    // per block: dictionary index → interned id
-	acc               []Counters // per block: sums per dictionary entry (byDict)
-	byID              []Counters // byDict's sums per interned address id
+	part, parts       uint64      // this scanner keeps the groups of hash partition part
+	srcIDs, dstIDs    dictIDs     // per block: dictionary index → interned id
+	acc               []sums      // per block: sums per dictionary entry (byDict)
+	accDrops          [][2]uint64 // and drop sums, for blocks with drops
+	byID              []sums      // byDict's sums per interned address id
+	byIDDrops         [][2]uint64 // and drop sums (nil until some)
 	accVer            []uint8
 	keys              []gkey // per block: keys, hashes and rows to add
 	hs                []uint64
@@ -262,7 +283,8 @@ func newScanner(q *Query, from, to int64) *scanner {
 	if sc.res <= 0 {
 		sc.res = int64(DefaultResolution)
 	}
-	need := store.ColPackets | store.ColBytes | store.ColRevPackets | store.ColRevBytes | q.Cond.columns()
+	need := store.ColPackets | store.ColBytes | store.ColRevPackets | store.ColRevBytes |
+		store.ColDropPackets | store.ColDropBytes | q.Cond.columns()
 	for _, a := range q.Group {
 		sc.group[a] = true
 		switch a {
@@ -278,8 +300,13 @@ func newScanner(q *Query, from, to int64) *scanner {
 			need |= store.ColDstPort
 		case AttrProto:
 			need |= store.ColProto
+		case AttrDropReason:
+			need |= store.ColDropReason
+		case AttrSampling:
+			need |= store.ColSampling
 		}
 	}
+	sc.labels = sc.group[AttrDropReason] || sc.group[AttrSampling]
 	sc.need, sc.needPartial = need, need|store.ColStart
 	return sc
 }
@@ -295,6 +322,9 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 	if !whole {
 		need = sc.needPartial
 	}
+	if noDrops(b) { // nearly every block: the drop columns are all 0
+		need &^= store.ColDropPackets | store.ColDropBytes
+	}
 	if err := s.ReadBlock(b, need, &sc.cols); err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			sc.corrupt++
@@ -306,7 +336,15 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 	return nil
 }
 
-// rows aggregates the selected rows of one block.
+// noDrops reports whether every row of b has zero drop counters.
+func noDrops(b *store.BlockInfo) bool {
+	_, p, _ := b.Range(store.ColDropPackets)
+	_, by, _ := b.Range(store.ColDropBytes)
+	return p|by == 0
+}
+
+// rows aggregates the selected rows of one block. Drop counters are
+// added when c has them (blocks with drops, live records).
 func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 	n := c.N
 	sc.scanned += int64(n)
@@ -321,8 +359,12 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		}
 	}
 	var k gkey
+	var base label // the labels of this block's rows, but drop reason and sampling
 	if sc.group[AttrIface] {
-		k.rest = uint64(sc.g.iface(c.Iface))
+		base.iface = c.Iface
+	}
+	if sc.group[AttrIface] || sc.labels {
+		k.rest = uint64(sc.g.label(base))
 	}
 	if sc.byDict(c, sel) {
 		return
@@ -349,6 +391,16 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		}
 		k.addrs = uint64(src)<<32 | uint64(dst)
 		k.rest &= 0xffffff
+		if sc.labels {
+			l := base
+			if g[AttrDropReason] {
+				l.reason = c.DropReason[i]
+			}
+			if g[AttrSampling] {
+				l.sampling = c.Sampling[i]
+			}
+			k.rest = uint64(sc.g.label(l))
+		}
 		if g[AttrSrcPort] {
 			k.rest |= uint64(c.SrcPort[i]) << 48
 		}
@@ -369,7 +421,7 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 	}
 	sc.keys, sc.hs, sc.idx = keys, hs, idx
 	t := &sc.g.groups
-	var one Counters
+	var one sums
 	one.Flows = 1
 	for j, i := range idx {
 		if j+aheadRows < len(hs) {
@@ -378,108 +430,18 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
 		t.findH(keys[j], hs[j]).add(&one)
 	}
-}
-
-// byDict is the fast path of the commonest question, top sources or top
-// destinations (talk_src, talk_dst): rows are summed per entry of the
-// block's address dictionary in a small array, and only the distinct
-// addresses reach the group table. It reports whether it applied.
-func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
-	var dict [][16]byte
-	var idx []uint32
-	switch {
-	case len(sc.q.Group) != 1 || sc.parts > 1:
-		return false
-	case sc.q.Group[0] == AttrSrcIP:
-		dict, idx = c.SrcDict, c.SrcIdx
-	case sc.q.Group[0] == AttrDstIP:
-		dict, idx = c.DstDict, c.DstIdx
-	default:
-		return false
-	}
-	if dict == nil || len(dict) >= c.N { // live records, or no fewer entries than rows
-		return false
-	}
-	acc := slices.Grow(sc.acc[:0], len(dict))[:len(dict)]
-	clear(acc)
-	vers := slices.Grow(sc.accVer[:0], len(dict))[:len(dict)]
-	sc.acc, sc.accVer = acc, vers
-	for i, x := range idx[:c.N] {
-		if !sel[i] {
-			continue
-		}
-		sc.matched++
-		a := &acc[x]
-		if a.Flows != 0 && vers[x] != c.IPVersion[i] { // one address in both families: rare, exact
-			sc.g.add(gkey{addrs: sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))}, &Counters{c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i], 1})
-			continue
-		}
-		vers[x] = c.IPVersion[i]
-		a.Packets += c.Packets[i]
-		a.Bytes += c.Bytes[i]
-		a.RevPackets += c.RevPackets[i]
-		a.RevBytes += c.RevBytes[i]
-		a.Flows++
-	}
-	for x := range acc {
-		if acc[x].Flows != 0 {
-			id := sc.g.addr(&dict[x], vers[x])
-			if int(id) >= len(sc.byID) {
-				sc.byID = slices.Grow(sc.byID, int(id)+1-len(sc.byID))[:id+1]
-			}
-			sc.byID[id].add(&acc[x]) // the id is the group: an array, not the table
+	if hasDrops(c) {
+		dp, db := c.DropPackets[:n], c.DropBytes[:n]
+		for j, i := range idx {
+			sc.g.addDrops(keys[j], dp[i], db[i])
 		}
 	}
-	return true
 }
 
-// flushByID moves byDict's sums into the group table.
-func (sc *scanner) flushByID() {
-	for id := range sc.byID {
-		if sc.byID[id].Flows != 0 {
-			sc.g.add(gkey{addrs: sc.pack(uint32(id))}, &sc.byID[id])
-		}
-	}
-	sc.byID = nil
-}
-
-// pack places an interned address id in a key's address word, as the
-// source or the destination of a single-address group-by.
-func (sc *scanner) pack(id uint32) uint64 {
-	if sc.q.Group[0] == AttrSrcIP {
-		return uint64(id) << 32
-	}
-	return uint64(id)
-}
-
-// dictIDs memoises, for one block, the interned id of each entry of an
-// address column's dictionary: a block of 5000 rows typically has a few
-// hundred distinct addresses, so the address table is consulted once per
-// distinct address instead of once per row.
-type dictIDs struct {
-	ids []uint32 // 0: not interned yet
-	ver []uint8
-}
-
-func (d *dictIDs) reset(n int) {
-	d.ids = slices.Grow(d.ids[:0], n)[:n]
-	d.ver = slices.Grow(d.ver[:0], n)[:n]
-	clear(d.ids)
-}
-
-// id is the interned id of row i's address. Live records come without a
-// dictionary (dict nil): then each row is interned itself.
-func (d *dictIDs) id(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) uint32 {
-	if dict == nil {
-		return g.addr(&rows[i], ver[i])
-	}
-	x := idx[i]
-	if id := d.ids[x]; id != 0 && d.ver[x] == ver[i] {
-		return id
-	}
-	id := g.addr(&dict[x], ver[i]) // first use, or an address seen in both families (::ffff:a.b.c.d)
-	d.ids[x], d.ver[x] = id, ver[i]
-	return id
+// hasDrops reports whether c holds the drop columns (it does not when the
+// block's summaries say they are all 0).
+func hasDrops(c *store.Columns) bool {
+	return len(c.DropPackets) == c.N && len(c.DropBytes) == c.N
 }
 
 // aheadRows is how many rows ahead the aggregation prefetches.
@@ -558,7 +520,19 @@ func (k *Key) compare(o *Key) int {
 	if k.DstPort != o.DstPort {
 		return int(k.DstPort) - int(o.DstPort)
 	}
-	return int(k.Proto) - int(o.Proto)
+	if k.Proto != o.Proto {
+		return int(k.Proto) - int(o.Proto)
+	}
+	if k.DropReason != o.DropReason {
+		return cmpStr(k.DropReason, o.DropReason)
+	}
+	if k.Sampling != o.Sampling {
+		if k.Sampling < o.Sampling {
+			return -1
+		}
+		return 1
+	}
+	return 0
 }
 
 func cmpStr(a, b string) int {

@@ -21,10 +21,12 @@ const (
 	AttrSrcPort
 	AttrDstPort
 	AttrProto
+	AttrDropReason
+	AttrSampling
 	numAttrs
 )
 
-var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto"}
+var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto", "drop_reason", "sampling"}
 
 // String is the attribute's name as ParseGroupBy accepts it.
 func (a Attr) String() string {
@@ -64,7 +66,7 @@ func ParseGroupBy(s string) ([]Attr, error) {
 			}
 		}
 		if i < 0 {
-			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
+			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto, drop_reason, sampling or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
 			if name == "" {
 				msg = "empty attribute"
 			}
@@ -77,16 +79,19 @@ func ParseGroupBy(s string) ([]Attr, error) {
 }
 
 var condToAttr = map[attr]Attr{aSrcAddr: AttrSrcIP, aDstAddr: AttrDstIP, aSrcPort: AttrSrcPort,
-	aDstPort: AttrDstPort, aProto: AttrProto, aIface: AttrIface}
+	aDstPort: AttrDstPort, aProto: AttrProto, aIface: AttrIface, aDropReason: AttrDropReason, aSampling: AttrSampling}
 
 // Metric is what results are ranked by.
 type Metric uint8
 
-// Metrics.
+// Metrics. ByDropPackets and ByDropBytes rank by the kernel's drops,
+// which count both directions together (they have no Direction).
 const (
 	ByBytes Metric = iota
 	ByPackets
 	ByFlows
+	ByDropPackets
+	ByDropBytes
 )
 
 // Direction picks which side's counters a ranking uses: Out is what the
@@ -101,7 +106,8 @@ const (
 )
 
 // ParseSort parses "bytes", "packets" or "flows", optionally followed by
-// ":in", ":out" or ":sum" ("bytes:in").
+// ":in", ":out" or ":sum" ("bytes:in"), or "drop_packets" or "drop_bytes"
+// (optionally ":sum": drops count both directions together).
 func ParseSort(s string) (Metric, Direction, error) {
 	m, d, _ := strings.Cut(strings.ToLower(s), ":")
 	var metric Metric
@@ -112,8 +118,15 @@ func ParseSort(s string) (Metric, Direction, error) {
 		metric = ByPackets
 	case "flows", "f":
 		metric = ByFlows
+	case "drop_packets", "drops":
+		metric = ByDropPackets
+	case "drop_bytes":
+		metric = ByDropBytes
 	default:
-		return 0, 0, fmt.Errorf("sort %q: want bytes, packets or flows (optionally :in, :out or :sum)", s)
+		return 0, 0, fmt.Errorf("sort %q: want bytes, packets or flows (optionally :in, :out or :sum), drop_packets or drop_bytes", s)
+	}
+	if metric >= ByDropPackets && d != "" && d != "sum" {
+		return 0, 0, fmt.Errorf("sort %q: drops count both directions together; want %s or %s:sum", s, m, m)
 	}
 	switch d {
 	case "", "sum":

@@ -33,13 +33,21 @@ const (
 	cVLAN
 	cStart
 	cEnd
+	cDropPackets // the columns from here on are new in version 3
+	cDropBytes
+	cDropReason
+	cSampling
 	numCols
 )
+
+// numColsV2 is the column count of version 1 and 2 blocks (ids below
+// cDropPackets); their later columns read as zero or empty.
+const numColsV2 = cDropPackets
 
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 2
+	blockVersion = 3
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
@@ -71,6 +79,7 @@ type colMeta struct {
 // blockHeader is a parsed, checked block header.
 type blockHeader struct {
 	rows      int
+	ncols     int // columns stored: numCols, or numColsV2 for versions 1 and 2
 	minStart  int64
 	maxEnd    int64
 	blockLen  int
@@ -93,6 +102,9 @@ type blockEncoder struct {
 	u       []uint64
 	u16     []uint16
 	cv      [numCols][]uint64 // extracted integer columns
+	nonZero [numCols]uint64   // OR of each new (version 3) column's values (DropReason: lengths)
+	st      strTable
+	cut     int // strings of the last encode cut to maxStrLen
 	stream  []byte
 	alt     []byte
 	comp    []byte
@@ -165,18 +177,67 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	pk, by, rpk, rby := e.cv[cPackets][:n], e.cv[cBytes][:n], e.cv[cRevPackets][:n], e.cv[cRevBytes][:n]
 	fl, rfl, er, vl := e.cv[cTCPFlags][:n], e.cv[cRevTCPFlags][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n]
 	st := e.cv[cStart][:n]
+	// The version 3 fields are only ORed here: they are zero in nearly
+	// every block, whose columns putSparse then writes without a pass.
+	var ordp, ordb, orsm, orrs uint64
 	for i := range recs {
 		r := &recs[i]
 		ipv[i], pr[i], it[i], ic[i] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
 		pk[i], by[i], rpk[i], rby[i] = r.Packets, r.Bytes, r.RevPackets, r.RevBytes
 		fl[i], rfl[i], er[i], vl[i] = uint64(r.TCPFlags), uint64(r.RevTCPFlags), uint64(r.EndReason), uint64(r.VLAN)
 		st[i] = uint64(r.Start)
+		ordp, ordb, orsm = ordp|r.DropPackets, ordb|r.DropBytes, orsm|uint64(r.Sampling)
+		orrs |= uint64(len(r.DropReason))
 	}
+	e.nonZero[cDropPackets], e.nonZero[cDropBytes], e.nonZero[cSampling] = ordp, ordb, orsm
+	e.nonZero[cDropReason] = orrs
 }
 
 // intCols are the columns extract fills.
 var intCols = [...]int{cIPVersion, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
 	cTCPFlags, cRevTCPFlags, cEndReason, cVLAN, cStart}
+
+// putSparse encodes a numeric column of the version 3 fields, which are
+// zero in nearly every block: an all-zero column (extract says which) is
+// stored as the constant 0 without a pass over the rows.
+func (e *blockEncoder) putSparse(id int, recs []flow.Record, dict bool) {
+	if e.nonZero[id] != 0 {
+		v := slices.Grow(e.cv[id][:0], len(recs))[:len(recs)]
+		e.cv[id] = v
+		switch id {
+		case cDropPackets:
+			for i := range recs {
+				v[i] = recs[i].DropPackets
+			}
+		case cDropBytes:
+			for i := range recs {
+				v[i] = recs[i].DropBytes
+			}
+		default:
+			for i := range recs {
+				v[i] = uint64(recs[i].Sampling)
+			}
+		}
+		e.putCol(id, false, false, dict)
+		return
+	}
+	e.stream = binary.LittleEndian.AppendUint64(e.stream[:0], 0)
+	e.put(id, encConst, e.stream, 0, 0, 0)
+}
+
+// putReasons encodes the DropReason column (codec_str.go); its min and max
+// are the shortest and longest string's lengths.
+func (e *blockEncoder) putReasons(recs []flow.Record) {
+	if e.nonZero[cDropReason] == 0 && len(recs) > 0 { // every reason "": what encodeStrs writes, without another pass
+		e.stream = append(binary.LittleEndian.AppendUint32(e.stream[:0], 1), 0, 0)
+		e.cut = 0
+		e.put(cDropReason, encSDict, e.stream, 0, 0, 0)
+		return
+	}
+	var lo, hi uint64
+	e.stream, lo, hi, e.cut = e.st.encodeStrs(e.stream[:0], recs)
+	e.put(cDropReason, encSDict, e.stream, lo, hi, 0)
+}
 
 // putCol encodes an extracted column.
 func (e *blockEncoder) putCol(id int, signed, delta, dict bool) (lo, hi uint64) {
@@ -263,6 +324,12 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 		}()
 	}
 	e.extract(recs)
+	// The version 3 columns first: a query that does not read them never
+	// has them inside the byte span it reads.
+	e.putSparse(cDropPackets, recs, true)
+	e.putSparse(cDropBytes, recs, true)
+	e.putReasons(recs)
+	e.putSparse(cSampling, recs, false)
 	minStart, _ := e.putCol(cStart, true, true, false)
 	e.putEnd(recs)
 	maxEnd := e.cols[cEnd].max
@@ -348,6 +415,17 @@ func (e *blockEncoder) putEnd(recs []flow.Record) {
 	e.append(cEnd, relEnc, relComp, rel, len(e.alt), lo, hi, flagEndRel)
 }
 
+// maxRawLen bounds column id's raw stream in a block of rows rows: 8
+// bytes a row and its header for numbers (addresses: 1 + 16 + 4 for a
+// dictionary index, under 32), one length byte, maxStrLen bytes and a
+// 3-byte index a row for strings.
+func maxRawLen(id, rows int) int64 {
+	if id == cDropReason {
+		return 64 + int64(1+maxStrLen+3)*int64(rows)
+	}
+	return 64 + 32*int64(rows)
+}
+
 // parseHeader checks and parses a block header from b (at least the header).
 func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	if len(b) < fixedHeader || string(b[:4]) != blockMagic {
@@ -361,8 +439,14 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		maxEnd:    int64(binary.LittleEndian.Uint64(b[32:40])),
 	}
 	hl := h.headerLen
-	// Version 1 blocks (before compression 2) have the same layout: read.
-	if b[12] < 1 || b[12] > blockVersion || b[13] != numCols || hl < fixedHeader+numCols*dirEntry+4 ||
+	// Versions 1 and 2 (1 without compression 2) store the first
+	// numColsV2 columns in the same layout: read, the others are absent.
+	ver := b[12]
+	h.ncols = numCols
+	if ver < 3 {
+		h.ncols = numColsV2
+	}
+	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || hl < fixedHeader+h.ncols*dirEntry+4 ||
 		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
 		return nil, errCorruptBlock
 	}
@@ -370,7 +454,7 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		return nil, errCorruptBlock
 	}
 	p := b[fixedHeader:]
-	for i := range h.cols {
+	for i := range h.ncols {
 		c := &h.cols[i]
 		c.enc, c.comp, c.flags = p[0], p[1], p[2]
 		c.off = binary.LittleEndian.Uint32(p[4:])
@@ -379,13 +463,13 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		c.ck = binary.LittleEndian.Uint32(p[16:])
 		c.min = binary.LittleEndian.Uint64(p[20:])
 		c.max = binary.LittleEndian.Uint64(p[28:])
-		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (b[12] == 1 && c.comp == compSeg) ||
-			int64(c.rlen) > 64+32*int64(h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
+		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
+			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
 			return nil, errCorruptBlock
 		}
 		p = p[dirEntry:]
 	}
-	p = b[fixedHeader+numCols*dirEntry : hl-4]
+	p = b[fixedHeader+h.ncols*dirEntry : hl-4]
 	for i := range h.blooms {
 		n, ok := parseBloom(p, &h.blooms[i])
 		if !ok {

@@ -63,8 +63,10 @@ func (b *BlockInfo) MayContainPort(p uint16) bool {
 
 // Range returns the minimum and maximum of one numeric column (a single
 // Column bit; for ColICMP, ColFlags the first of the pair; Start and End are
-// int64 bits). ok is false for address columns, several bits, or a block
-// without rows.
+// int64 bits; for ColDropReason the shortest and longest string's length
+// in bytes). ok is false for address columns, several bits, or a block
+// without rows. Blocks older than the drop and sampling columns report
+// 0, 0 for them, as they read.
 func (b *BlockInfo) Range(c Column) (lo, hi uint64, ok bool) {
 	if b.Rows == 0 {
 		return 0, 0, false
@@ -99,6 +101,14 @@ func (b *BlockInfo) Range(c Column) (lo, hi uint64, ok bool) {
 		id = cVLAN
 	case ColIPVersion:
 		id = cIPVersion
+	case ColDropPackets:
+		id = cDropPackets
+	case ColDropBytes:
+		id = cDropBytes
+	case ColDropReason:
+		id = cDropReason
+	case ColSampling:
+		id = cSampling
 	default:
 		return 0, 0, false
 	}

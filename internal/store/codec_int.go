@@ -367,7 +367,7 @@ type intDecoder struct {
 }
 
 type integer interface {
-	~uint8 | ~uint16 | ~uint64 | ~int64
+	~uint8 | ~uint16 | ~uint32 | ~uint64 | ~int64
 }
 
 // decodeInts decodes an integer stream of n rows into dst (resized to n).

@@ -10,7 +10,7 @@ import (
 // colNames are the stored columns' names, in id order.
 var colNames = [numCols]string{"SrcAddr", "DstAddr", "IPVersion", "SrcPort", "DstPort", "Proto", "ICMPType",
 	"ICMPCode", "Packets", "Bytes", "RevPackets", "RevBytes", "TCPFlags", "RevTCPFlags", "EndReason", "VLAN",
-	"Start", "End"}
+	"Start", "End", "DropPackets", "DropBytes", "DropReason", "Sampling"}
 
 // TestColumnBytes writes the realistic generator's 12 windows through a
 // Store at the default settings and reports, from the blocks' column
@@ -66,7 +66,8 @@ func TestColumnBytes(t *testing.T) {
 
 // encName names a column's encoding for TestColumnBytes.
 func encName(enc, comp, flags uint8) string {
-	n := map[uint8]string{encConst: "const", encFOR: "for", encDelta: "delta", encDict: "dict", encADict: "adict", encARaw: "araw"}[enc]
+	n := map[uint8]string{encConst: "const", encFOR: "for", encDelta: "delta", encDict: "dict", encADict: "adict", encARaw: "araw",
+		encSDict: "sdict"}[enc]
 	if n == "" {
 		n = fmt.Sprint(enc)
 	}

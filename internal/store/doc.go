@@ -21,7 +21,10 @@
 // A writeout rounds each row's Start down and End up to Config.TimePrecision
 // (1 ms by default, as IPFIX and nfdump keep them; 1 ns is exact) and writes
 // the block's rows sorted by Start, stably: readers get them in that order,
-// not in the order they were written. Counts are always exact.
+// not in the order they were written. Counts are always exact, and so are
+// the drop counters, the sampling rate and drop reasons of up to 64 bytes
+// (a longer one is cut at a rune start to at most 64 bytes, with a
+// warning).
 //
 // # FORMAT
 //
@@ -30,7 +33,7 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (2), u8 column count (18), u16 reserved (0)
+//	12  u8 version (3), u8 column count (22), u16 reserved (0)
 //	16  u32 rows
 //	20  u32 reserved (0)
 //	24  i64 min Start, i64 max End
@@ -38,22 +41,35 @@
 //	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
 //	      stored as End-Start), u8 reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
-//	      u64 min, u64 max (numeric columns; int64 bits for Start/End)
+//	      u64 min, u64 max (numeric columns; int64 bits for Start/End; for
+//	      DropReason the shortest and longest string's length)
 //	    four bloom filters (src addr, dst addr, src port, dst port), each
 //	      u8 hash count, 3 reserved bytes, u32 words, words×u64
 //	    u32 CRC32C of the header bytes before it
 //	payload: the columns' stored bytes, back to back, in any order (the
 //	directory's offsets place them)
 //
-// Version 1 blocks (no compression 2) are read as they are; a block of any
-// other version is corrupt (skipped), never misread.
+// Column ids, which are also the directory order: 0 SrcAddr, 1 DstAddr,
+// 2 IPVersion, 3 SrcPort, 4 DstPort, 5 Proto, 6 ICMPType, 7 ICMPCode,
+// 8 Packets, 9 Bytes, 10 RevPackets, 11 RevBytes, 12 TCPFlags,
+// 13 RevTCPFlags, 14 EndReason, 15 VLAN, 16 Start, 17 End (these 18 since
+// version 1), 18 DropPackets, 19 DropBytes, 20 DropReason, 21 Sampling
+// (since version 3). Addresses are adict or araw, DropReason is sdict, the
+// others integer encodings; a column without drops or sampling is const 0
+// (DropReason: sdict of the one entry "").
+//
+// Version 2 blocks (column count 18) are read as they are, with
+// DropPackets, DropBytes and Sampling 0 and DropReason ""; so are version 1
+// blocks (the same, but without compression 2). A block of any other
+// version, or whose column count is not its version's, is corrupt
+// (skipped), never misread.
 //
 // A column's raw stream (after decompression; compression is used only when
 // it saves at least 1/32 of the stream, so incompressible data is stored
 // raw) is one of the encodings below. Compression 1 is one zstd frame.
 // Compression 2 codes each part of the stream on its own: the encoding's
-// fixed fields, the v4 bitmap with them, and every byte plane, each cut into
-// chunks of at most 65536 bytes, stored in order as
+// fixed fields (with the v4 bitmap, or with sdict's entries) and every byte
+// plane, each cut into chunks of at most 65536 bytes, stored in order as
 //
 //	u8 mode, uvarint raw length, then by mode:
 //	  0 raw:  the bytes
@@ -74,6 +90,10 @@
 //	adict (5)   u32 size, u8 index width, v4 bitmap (size bits), entries
 //	            (4 bytes if IPv4-mapped else 16), index planes (rows)
 //	araw (6)    v4 bitmap (rows bits), entries
+//	sdict (7)   u32 size (1..rows; 0 for no rows), u8 index width,
+//	            size entries in descending frequency, each u8 length
+//	            (at most 64) and that many bytes, then index planes (rows);
+//	            width 0 only with one entry
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -16,12 +17,25 @@ func FuzzReadBlock(f *testing.F) {
 	}
 	b, _ := e.encode(nil, baseRecs(50))
 	f.Add(b)
+	// Drop and sampling columns: sparse drops with a few reasons, and
+	// many distinct reasons (2-byte indexes, compressed).
+	b, _ = e.encode(nil, withDrops(g.window(nil, 300, t0, "x"), 7, 100))
+	f.Add(b)
+	many := withDrops(baseRecs(400), 1, 0)
+	for i := range many {
+		many[i].DropReason = dropReasons[i%len(dropReasons)] + strings.Repeat("_", i%300/6)
+	}
+	b, _ = e.encode(nil, many)
+	f.Add(b)
+	for _, gb := range goldenBlocks { // versions 1 and 2
+		f.Add(readGolden(f, gb.file))
+	}
 	f.Add([]byte("WBK1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c Columns
 		if err := decodeBlock(data, true, &c); err == nil {
 			h, _ := parseHeader(data, true)
-			if c.N != h.rows || len(c.SrcAddr) != h.rows || len(c.End) != h.rows {
+			if c.N != h.rows || len(c.SrcAddr) != h.rows || len(c.End) != h.rows || len(c.DropReason) != h.rows || len(c.Sampling) != h.rows {
 				t.Fatalf("decoded %d rows, header says %d", c.N, h.rows)
 			}
 		}

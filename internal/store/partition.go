@@ -245,7 +245,7 @@ func scanData(dir string) (*index, error) {
 
 // colsIntact checks every column CRC of a whole block.
 func colsIntact(h *blockHeader, b []byte) bool {
-	for i := range h.cols {
+	for i := range h.cols[:h.ncols] {
 		c := &h.cols[i]
 		if crc32.Checksum(b[c.off:c.off+c.slen], castagnoli) != c.ck {
 			return false

@@ -17,7 +17,9 @@ type Column uint32
 // IPVersion; ColICMP fills ICMPType and ICMPCode; ColFlags fills TCPFlags
 // and RevTCPFlags. ColSrcAddrIdx and ColDstAddrIdx fill only the
 // dictionary form of an address column (SrcDict and SrcIdx, DstDict and
-// DstIdx) plus IPVersion, without the per-row addresses.
+// DstIdx) plus IPVersion, without the per-row addresses. Blocks of
+// versions 1 and 2 have no drop and sampling columns: ColDropPackets,
+// ColDropBytes, ColDropReason and ColSampling read as 0 and "" there.
 const (
 	ColSrcAddr Column = 1 << iota
 	ColDstAddr
@@ -37,6 +39,10 @@ const (
 	ColIPVersion
 	ColSrcAddrIdx // SrcDict, SrcIdx and IPVersion, no SrcAddr
 	ColDstAddrIdx // DstDict, DstIdx and IPVersion, no DstAddr
+	ColDropPackets
+	ColDropBytes
+	ColDropReason
+	ColSampling
 	// ColAll selects every column (the per-row addresses and their
 	// dictionary form).
 	ColAll Column = 1<<iota - 1
@@ -59,6 +65,9 @@ type Columns struct {
 	VLAN                             []uint16
 	Start, End                       []int64 // Unix ns
 	Iface                            string
+	DropPackets, DropBytes           []uint64
+	DropReason                       []string // "" for none; at most 64 bytes
+	Sampling                         []uint32
 	// With ColSrcAddr or ColSrcAddrIdx (Dst likewise), SrcDict[SrcIdx[i]]
 	// is row i's source address (== SrcAddr[i] when ColSrcAddr is also
 	// asked for). A dictionary-encoded block's Dict holds each distinct
@@ -96,6 +105,10 @@ func colsOf(want Column) (ids [numCols]bool) {
 	set(ColStart, cStart)
 	set(ColEnd, cEnd)
 	set(ColVLAN, cVLAN)
+	set(ColDropPackets, cDropPackets)
+	set(ColDropBytes, cDropBytes)
+	set(ColDropReason, cDropReason)
+	set(ColSampling, cSampling)
 	return ids
 }
 
@@ -105,6 +118,7 @@ type decoder struct {
 	dec   []byte
 	id    intDecoder
 	seg   segDecoder
+	str   strDecoder
 	start []int64
 }
 
@@ -171,6 +185,10 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		if !ids[id] {
 			continue
 		}
+		if id >= h.ncols { // a column the block's version did not have
+			absent(id, n, dst)
+			continue
+		}
 		c := &h.cols[id]
 		st, serr := d.stream(c, blk, base, verify)
 		if serr != nil {
@@ -216,6 +234,14 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			if err == nil && c.flags&flagEndRel != 0 {
 				err = d.addStart(h, blk, base, ids[cStart], dst, verify)
 			}
+		case cDropPackets:
+			dst.DropPackets, err = decodeInts(&d.id, c.enc, st, n, dst.DropPackets)
+		case cDropBytes:
+			dst.DropBytes, err = decodeInts(&d.id, c.enc, st, n, dst.DropBytes)
+		case cDropReason:
+			dst.DropReason, err = d.str.decodeStrs(c.enc, st, n, dst.DropReason)
+		case cSampling:
+			dst.Sampling, err = decodeInts(&d.id, c.enc, st, n, dst.Sampling)
 		}
 		if err != nil {
 			return err
@@ -223,6 +249,28 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 	}
 	dst.N = n
 	return nil
+}
+
+// absent fills column id, which an older block version lacks, with n
+// zeros or empty strings.
+func absent(id, n int, dst *Columns) {
+	switch id {
+	case cDropPackets:
+		dst.DropPackets = zeros(dst.DropPackets, n)
+	case cDropBytes:
+		dst.DropBytes = zeros(dst.DropBytes, n)
+	case cDropReason:
+		dst.DropReason = zeros(dst.DropReason, n)
+	case cSampling:
+		dst.Sampling = zeros(dst.Sampling, n)
+	}
+}
+
+// zeros returns s resized to n zero values.
+func zeros[T any](s []T, n int) []T {
+	s = slices.Grow(s[:0], n)[:n]
+	clear(s)
+	return s
 }
 
 // addStart turns End-Start back into End, decoding Start if not wanted.
@@ -258,6 +306,7 @@ func (c *Columns) reset() {
 	c.TCPFlags, c.RevTCPFlags, c.EndReason = c.TCPFlags[:0], c.RevTCPFlags[:0], c.EndReason[:0]
 	c.VLAN = c.VLAN[:0]
 	c.Start, c.End = c.Start[:0], c.End[:0]
+	c.DropPackets, c.DropBytes, c.DropReason, c.Sampling = c.DropPackets[:0], c.DropBytes[:0], c.DropReason[:0], c.Sampling[:0]
 }
 
 // span returns the byte range of the block holding the wanted columns.
@@ -267,7 +316,7 @@ func (h *blockHeader) span(want Column) (lo, hi int) {
 		ids[cStart] = true
 	}
 	lo, hi = h.blockLen, 0
-	for id, ok := range ids {
+	for id, ok := range ids[:h.ncols] {
 		if ok {
 			c := &h.cols[id]
 			lo = min(lo, int(c.off))

@@ -111,10 +111,11 @@ func TestRadixSort(t *testing.T) {
 	}
 }
 
-// TestBlockVersions: a block of an unknown version, or a version-1 block
-// using compression 2 (which version 1 did not have), is refused as
-// corrupt even with a valid header CRC, not misread; a version-1 block
-// without it is read.
+// TestBlockVersions: a block of an unknown version, a version-3 block
+// relabelled as version 1 or 2 (whose blocks have 18 columns, not 22), or
+// one whose column count is not its version's, is refused as corrupt even
+// with a valid header CRC, not misread. (Real version 1 and 2 blocks are
+// read: TestOldBlocks.)
 func TestBlockVersions(t *testing.T) {
 	e := newTestEncoder(t)
 	b, h := e.encode(nil, newGen(2).window(nil, 200, t0, "x"))
@@ -122,26 +123,19 @@ func TestBlockVersions(t *testing.T) {
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	for _, v := range []byte{0, 1, blockVersion + 1} { // this block uses compression 2: not version 1
-		bad := slices.Clone(b)
-		bad[12] = v
-		hl := h.headerLen
-		binary.LittleEndian.PutUint32(bad[hl-4:], crc32.Checksum(bad[:hl-4], castagnoli))
-		if err := decodeBlock(bad, true, &c); !errors.Is(err, errCorruptBlock) {
-			t.Errorf("version %d: %v, want corrupt", v, err)
-		}
+	if b[12] != 3 || b[13] != 22 {
+		t.Fatalf("version %d with %d columns, want 3 with 22", b[12], b[13])
 	}
-	// A small block stores every column raw: as version 1 it reads.
-	b, h = e.encode(nil, newGen(3).window(nil, 5, t0, "x"))
-	for _, c := range h.cols {
-		if c.comp == compSeg {
-			t.Fatalf("5-row block uses compression 2")
-		}
-	}
-	b[12] = 1
 	hl := h.headerLen
-	binary.LittleEndian.PutUint32(b[hl-4:], crc32.Checksum(b[:hl-4], castagnoli))
-	if err := decodeBlock(b, true, &c); err != nil || c.N != 5 {
-		t.Errorf("version 1 block: %v, %d rows", err, c.N)
+	relabel := func(version, cols byte) []byte {
+		bad := slices.Clone(b)
+		bad[12], bad[13] = version, cols
+		binary.LittleEndian.PutUint32(bad[hl-4:], crc32.Checksum(bad[:hl-4], castagnoli))
+		return bad
+	}
+	for _, v := range [][2]byte{{0, 22}, {1, 22}, {2, 22}, {blockVersion + 1, 22}, {3, 18}, {2, 18}, {3, 23}, {3, 21}} {
+		if err := decodeBlock(relabel(v[0], v[1]), true, &c); !errors.Is(err, errCorruptBlock) {
+			t.Errorf("version %d with %d columns: %v, want corrupt", v[0], v[1], err)
+		}
 	}
 }

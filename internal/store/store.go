@@ -371,6 +371,9 @@ func (s *Store) writeout(p *wpart) error {
 	}
 	var h *blockHeader
 	s.buf, h = s.benc.encode(s.buf[:0], s.prepare(p.pend))
+	if s.benc.cut > 0 {
+		s.warn(fmt.Sprintf("%s: %d drop reasons longer than %d bytes were cut", p.dir, s.benc.cut, maxStrLen))
+	}
 	x := p.idx
 	_, err := p.f.WriteAt(s.buf, x.dataLen)
 	if err == nil && !s.cfg.NoSync {

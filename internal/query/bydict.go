@@ -1,0 +1,135 @@
+package query
+
+import (
+	"slices"
+
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// byDict is the fast path of the commonest question, top sources or top
+// destinations (talk_src, talk_dst): rows are summed per entry of the
+// block's address dictionary in a small array, and only the distinct
+// addresses reach the group table. It reports whether it applied.
+func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
+	var dict [][16]byte
+	var idx []uint32
+	switch {
+	case len(sc.q.Group) != 1 || sc.parts > 1:
+		return false
+	case sc.q.Group[0] == AttrSrcIP:
+		dict, idx = c.SrcDict, c.SrcIdx
+	case sc.q.Group[0] == AttrDstIP:
+		dict, idx = c.DstDict, c.DstIdx
+	default:
+		return false
+	}
+	if dict == nil || len(dict) >= c.N { // live records, or no fewer entries than rows
+		return false
+	}
+	acc := slices.Grow(sc.acc[:0], len(dict))[:len(dict)]
+	clear(acc)
+	vers := slices.Grow(sc.accVer[:0], len(dict))[:len(dict)]
+	sc.acc, sc.accVer = acc, vers
+	drops := hasDrops(c) // then drop sums per entry too (only then: acc stays small)
+	var accDrops [][2]uint64
+	if drops {
+		accDrops = slices.Grow(sc.accDrops[:0], len(dict))[:len(dict)]
+		clear(accDrops)
+		sc.accDrops = accDrops
+	}
+	for i, x := range idx[:c.N] {
+		if !sel[i] {
+			continue
+		}
+		sc.matched++
+		a := &acc[x]
+		if a.Flows != 0 && vers[x] != c.IPVersion[i] { // one address in both families: rare, exact
+			one := Counters{Packets: c.Packets[i], Bytes: c.Bytes[i], RevPackets: c.RevPackets[i], RevBytes: c.RevBytes[i], Flows: 1}
+			if drops {
+				one.DropPackets, one.DropBytes = c.DropPackets[i], c.DropBytes[i]
+			}
+			sc.g.add(gkey{addrs: sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))}, &one)
+			continue
+		}
+		vers[x] = c.IPVersion[i]
+		a.Packets += c.Packets[i]
+		a.Bytes += c.Bytes[i]
+		a.RevPackets += c.RevPackets[i]
+		a.RevBytes += c.RevBytes[i]
+		a.Flows++
+		if drops {
+			accDrops[x][0] += c.DropPackets[i]
+			accDrops[x][1] += c.DropBytes[i]
+		}
+	}
+	for x := range acc {
+		if acc[x].Flows != 0 {
+			id := sc.g.addr(&dict[x], vers[x])
+			if int(id) >= len(sc.byID) {
+				sc.byID = slices.Grow(sc.byID, int(id)+1-len(sc.byID))[:id+1]
+			}
+			sc.byID[id].add(&acc[x]) // the id is the group: an array, not the table
+			if drops && accDrops[x] != [2]uint64{} {
+				if int(id) >= len(sc.byIDDrops) {
+					sc.byIDDrops = slices.Grow(sc.byIDDrops, int(id)+1-len(sc.byIDDrops))[:id+1]
+				}
+				sc.byIDDrops[id][0] += accDrops[x][0]
+				sc.byIDDrops[id][1] += accDrops[x][1]
+			}
+		}
+	}
+	return true
+}
+
+// flushByID moves byDict's sums into the group table.
+func (sc *scanner) flushByID() {
+	for id := range sc.byID {
+		if sc.byID[id].Flows != 0 {
+			k := gkey{addrs: sc.pack(uint32(id))}
+			sc.g.groups.find(k).add(&sc.byID[id])
+			if id < len(sc.byIDDrops) {
+				sc.g.addDrops(k, sc.byIDDrops[id][0], sc.byIDDrops[id][1])
+			}
+		}
+	}
+	sc.byID, sc.byIDDrops = nil, nil
+}
+
+// pack places an interned address id in a key's address word, as the
+// source or the destination of a single-address group-by.
+func (sc *scanner) pack(id uint32) uint64 {
+	if sc.q.Group[0] == AttrSrcIP {
+		return uint64(id) << 32
+	}
+	return uint64(id)
+}
+
+// dictIDs memoises, for one block, the interned id of each entry of an
+// address column's dictionary: a block of 5000 rows typically has a few
+// hundred distinct addresses, so the address table is consulted once per
+// distinct address instead of once per row.
+type dictIDs struct {
+	ids []uint32 // 0: not interned yet
+	ver []uint8
+}
+
+func (d *dictIDs) reset(n int) {
+	d.ids = slices.Grow(d.ids[:0], n)[:n]
+	d.ver = slices.Grow(d.ver[:0], n)[:n]
+	clear(d.ids)
+}
+
+// id is the interned id of row i's address. Live records come without a
+// dictionary (dict nil): then each row is interned itself.
+func (d *dictIDs) id(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) uint32 {
+	if dict == nil {
+		return g.addr(&rows[i], ver[i])
+	}
+	x := idx[i]
+	if id := d.ids[x]; id != 0 && d.ver[x] == ver[i] {
+		return id
+	}
+	id := g.addr(&dict[x], ver[i]) // first use, or an address seen in both families (::ffff:a.b.c.d)
+	d.ids[x], d.ver[x] = id, ver[i]
+	return id
+}
