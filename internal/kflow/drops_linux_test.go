@@ -4,11 +4,8 @@ package kflow
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/netip"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +46,7 @@ func TestDrops(t *testing.T) {
 	var flows []sent
 	for _, v6 := range []bool{false, true} {
 		for _, dport := range []uint16{closedPort, deniedPort} {
-			port := sendUDP(t, pr.A, netip.AddrPortFrom(pr.B.Addr(v6), dport), n, size)
+			port := testbed.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr(v6), dport), n, size)
 			f := sent{v6: v6, port: port, dport: dport, wantPkts: n, wantReason: "NO_SOCKET"}
 			if dport == deniedPort {
 				f.wantPkts, f.wantReason = 0, "NETFILTER_DROP"
@@ -103,31 +100,3 @@ func TestDrops(t *testing.T) {
 	}
 }
 
-// sendUDP sends n datagrams of size bytes from an unbound port in h to
-// dst, unconnected (so ICMP errors do not stop it) and paced, counting
-// those the kernel refuses at once (a firewall's output drop) as sent:
-// they left the socket. It returns the source port.
-func sendUDP(t *testing.T, h *testbed.Host, dst netip.AddrPort, n, size int) uint16 {
-	t.Helper()
-	var port uint16
-	err := h.Do(func() error {
-		c, err := net.ListenUDP("udp", nil)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		port = uint16(c.LocalAddr().(*net.UDPAddr).Port)
-		buf := make([]byte, size)
-		for range n {
-			if _, err := c.WriteToUDPAddrPort(buf, dst); err != nil && !errors.Is(err, syscall.EPERM) {
-				return err
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
