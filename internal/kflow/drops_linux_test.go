@@ -99,4 +99,3 @@ func TestDrops(t *testing.T) {
 		t.Errorf("drop counters: attributed %d, map full %d, unkeyed %d, by reason %v", st.Drops, st.DropsLost, st.DropsUnkeyed, st.DropReasons)
 	}
 }
-
