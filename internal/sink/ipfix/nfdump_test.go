@@ -98,21 +98,7 @@ func TestNfdump(t *testing.T) {
 		want[fmt.Sprintf("%s|%s|%s|%s|%d|%d|%s|%d|%d|%d|%d", ts(r.Start), ts(r.End), src, dst, r.Key.SrcPort, r.Key.DstPort,
 			strconv.Itoa(int(r.Key.Proto)), r.Packets, r.Bytes, r.RevPackets, r.RevBytes)] = true
 	}
-	bad := 0
-	for _, l := range lines {
-		f := strings.Split(l, "|")
-		for i := range f {
-			f[i] = strings.TrimSpace(f[i])
-		}
-		if k := strings.Join(f, "|"); !want[k] {
-			if bad++; bad <= 3 {
-				t.Errorf("nfdump flow %q is not one weir exported", k)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%d of %d flows differ", bad, n)
-	}
+	matchNfdump(t, lines, want, n, "one weir exported")
 }
 
 // exportToNfcapd sends recs in one burst over UDP to an nfcapd (the nfdump
@@ -221,21 +207,7 @@ func TestNfdumpSampling(t *testing.T) {
 	if len(lines) != n {
 		t.Fatalf("nfdump printed %d flows, weir exported %d\n%s", len(lines), n, logs)
 	}
-	bad := 0
-	for _, l := range lines {
-		f := strings.Split(l, "|")
-		for i := range f {
-			f[i] = strings.TrimSpace(f[i])
-		}
-		if k := strings.Join(f, "|"); !want[k] {
-			if bad++; bad <= 3 {
-				t.Errorf("nfdump flow %q is not one weir exported, scaled by its sampling", k)
-			}
-		}
-	}
-	if bad > 0 {
-		t.Fatalf("%d of %d flows differ", bad, n)
-	}
+	matchNfdump(t, lines, want, n, "one weir exported, scaled by its sampling")
 	files, err := filepath.Glob(filepath.Join(dir, "nfcapd.2*"))
 	if err != nil || len(files) != 1 {
 		t.Fatalf("nfcapd files %v, %v", files, err)
@@ -247,5 +219,26 @@ func TestNfdumpSampling(t *testing.T) {
 		if err != nil || !strings.Contains(string(info), s) {
 			t.Errorf("nfdump -E: %v, want %q in\n%s", err, s, info)
 		}
+	}
+}
+
+// matchNfdump checks that every line nfdump printed ('|'-separated
+// fields) is one of want, which holds the n flows weir exported.
+func matchNfdump(t *testing.T, lines []string, want map[string]bool, n int, what string) {
+	t.Helper()
+	bad := 0
+	for _, l := range lines {
+		f := strings.Split(l, "|")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		if k := strings.Join(f, "|"); !want[k] {
+			if bad++; bad <= 3 {
+				t.Errorf("nfdump flow %q is not %s", k, what)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d flows differ", bad, n)
 	}
 }
