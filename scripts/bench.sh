@@ -98,6 +98,11 @@ else
 fi
 
 echo
+echo "== conntrack source: decode one ctnetlink message (1,000 real entries replayed), dump 10k entries (root)"
+go test -run '^$' -bench 'BenchmarkDecode|BenchmarkDump' -benchmem -count "$count" ./internal/source/conntrack >"$out/conntrack.txt"
+go run ./internal/tools/benchsum "$out"/conntrack.txt
+
+echo
 echo "== store and query: 10.08M rows (weir bench gendb: 7 days x 288 blocks x 5,000 flows), warm cache, top 10"
 dir=$out/gendb-week
 rm -rf "$dir"

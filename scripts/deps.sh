@@ -27,6 +27,7 @@ declare -A pkg_for=(
   [nfcapd]=nfdump          # IPFIX interop: nfdump's collector reads weir's export
   [softflowd]=softflowd    # IPFIX interop: weir's collector reads a real exporter
   [nft]=nftables           # firewall rules that drop packets in test hosts (eBPF drop attribution)
+  [conntrack]=conntrack     # independent listing of the conntrack table (internal/source/conntrack tests)
 )
 missing=()
 case "$profile" in

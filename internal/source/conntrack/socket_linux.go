@@ -1,0 +1,268 @@
+//go:build linux
+
+package conntrack
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Socket is a ctnetlink socket that dumps the conntrack table. It is not
+// safe for concurrent use; Close may be called once.
+type Socket struct {
+	fd   int
+	pid  uint32 // our netlink port id (from getsockname)
+	seq  uint32
+	buf  []byte // receive buffer, reused for every datagram
+	req  [nlmsgHdrLen + nfgenLen]byte
+	dec  Decoder
+	conn Conn
+
+	// Counters, readable at any time through Stats.
+	enobufs   atomic.Uint64
+	eintr     atomic.Uint64
+	messages  atomic.Uint64
+	rejected  atomic.Uint64
+	foreign   atomic.Uint64
+	datagrams atomic.Uint64
+}
+
+// Stats are a Socket's counters.
+type Stats struct {
+	Messages  uint64 // conntrack messages decoded and handed over
+	Rejected  uint64 // messages the decoder rejected (by reason: Socket.Errors)
+	Foreign   uint64 // messages of another sequence or sender, skipped
+	Datagrams uint64 // datagrams received
+	ENOBUFS   uint64 // receive buffer overruns (the dump was incomplete)
+	EINTR     uint64 // interrupted receives, retried
+}
+
+// ErrOverrun is returned (wrapping unix.ENOBUFS) when the socket's receive
+// buffer overflowed: messages were lost and the dump must be repeated.
+var ErrOverrun = errors.New("conntrack: netlink receive buffer overrun")
+
+// DefaultBufSize is the receive buffer's default size; the kernel sends
+// dump datagrams of at most a few pages, so this holds any of them.
+const DefaultBufSize = 64 << 10
+
+// MinBufSize is the smallest receive buffer Open accepts (smaller values
+// are raised): it holds the kernel's smallest dump datagram.
+const MinBufSize = 8 << 10
+
+// Config configures a Socket. The zero value opens a socket in the
+// caller's network namespace.
+type Config struct {
+	// Netns, if set, runs fn on a thread inside the network namespace to
+	// read (netdev.InNetns; tests use testbed.Host.Do). The socket is
+	// created there and stays bound to that namespace.
+	Netns func(fn func() error) error
+	// BufSize is the size of the receive buffer (DefaultBufSize if 0,
+	// at least MinBufSize). The kernel sizes dump datagrams to the reader's
+	// buffer, up to 32 KiB, but never below about a page; a datagram larger
+	// than the buffer fails the dump rather than being cut.
+	BufSize int
+	// Timeout bounds the wait for each datagram (5 s if 0).
+	Timeout time.Duration
+}
+
+// Open opens a NETLINK_NETFILTER socket for ctnetlink.
+func Open(cfg Config) (*Socket, error) {
+	s := &Socket{fd: -1, buf: make([]byte, max(cmp.Or(cfg.BufSize, DefaultBufSize), MinBufSize))}
+	open := func() error {
+		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+		if err != nil {
+			return fmt.Errorf("conntrack: netlink socket: %w", err)
+		}
+		s.fd = fd
+		return nil
+	}
+	var err error
+	if cfg.Netns != nil {
+		err = cfg.Netns(open)
+	} else {
+		err = open()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.setup(cfg); err != nil {
+		unix.Close(s.fd)
+		return nil, err
+	}
+	return s, nil
+}
+
+// setup binds the socket and sets its options.
+func (s *Socket) setup(cfg Config) error {
+	if err := unix.Bind(s.fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("conntrack: netlink bind: %w", err)
+	}
+	sa, err := unix.Getsockname(s.fd)
+	if err != nil {
+		return fmt.Errorf("conntrack: netlink getsockname: %w", err)
+	}
+	if nl, ok := sa.(*unix.SockaddrNetlink); ok {
+		s.pid = nl.Pid
+	}
+	to := cfg.Timeout
+	if to <= 0 {
+		to = 5 * time.Second
+	}
+	tv := unix.NsecToTimeval(to.Nanoseconds())
+	if err := unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("conntrack: SO_RCVTIMEO: %w", err)
+	}
+	// NETLINK_NO_ENOBUFS is left unset on purpose: overruns must show.
+	return nil
+}
+
+// Close closes the socket.
+func (s *Socket) Close() error { return unix.Close(s.fd) }
+
+// Stats returns the socket's counters.
+func (s *Socket) Stats() Stats {
+	return Stats{
+		Messages: s.messages.Load(), Rejected: s.rejected.Load(), Foreign: s.foreign.Load(),
+		Datagrams: s.datagrams.Load(), ENOBUFS: s.enobufs.Load(), EINTR: s.eintr.Load(),
+	}
+}
+
+// Errors returns the decoder's rejected messages per Reason.
+func (s *Socket) Errors() [NumReasons]uint64 { return s.dec.Errors }
+
+// Dump dumps the conntrack table of family (unix.AF_INET, unix.AF_INET6,
+// or unix.AF_UNSPEC for both) and calls fn with each entry. c is reused for
+// the next entry: copy what must outlive the call. Messages the decoder
+// rejects are counted and skipped. An error from fn stops the dump (the
+// rest of it is read and dropped so the socket stays usable) and is
+// returned. After any other error the kernel may still hold the rest of
+// the dump, and a new dump request on the socket fails with EBUSY: close
+// the Socket and open another.
+func (s *Socket) Dump(family uint8, fn func(c *Conn) error) error {
+	return s.DumpRaw(family, func(msg []byte) error {
+		if err := s.dec.Decode(&s.conn, msg); err != nil {
+			s.rejected.Add(1)
+			return nil
+		}
+		s.messages.Add(1)
+		return fn(&s.conn)
+	})
+}
+
+// DumpRaw is Dump handing over each undecoded netlink message (nlmsghdr
+// included). msg is only valid during the call.
+func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error {
+	s.seq++
+	seq := s.seq
+	r := s.req[:]
+	binary.NativeEndian.PutUint32(r[nlmsgLenOff:], uint32(len(r)))
+	binary.NativeEndian.PutUint16(r[nlmsgTypeOff:], nfnlSubsysCtnetlink<<8|ipctnlMsgCtGet)
+	binary.NativeEndian.PutUint16(r[nlmsgFlagsOff:], nlmFRequest|nlmFDump)
+	binary.NativeEndian.PutUint32(r[nlmsgSeqOff:], seq)
+	binary.NativeEndian.PutUint32(r[nlmsgPidOff:], 0)
+	r[nlmsgHdrLen+nfgenFamilyOff] = family
+	r[nlmsgHdrLen+nfgenVersionOff] = unix.NFNETLINK_V0
+	binary.BigEndian.PutUint16(r[nlmsgHdrLen+nfgenResIDOff:], 0)
+	if err := s.send(r); err != nil {
+		return err
+	}
+	var fnErr error
+	for {
+		n, err := s.recv()
+		if err != nil {
+			return err
+		}
+		b := s.buf[:n]
+		for len(b) > 0 {
+			msg, rest, err := NextMessage(b)
+			if err != nil {
+				s.rejected.Add(1)
+				s.dec.Errors[ReasonLength]++
+				break // the rest of the datagram cannot be framed
+			}
+			b = rest
+			if binary.NativeEndian.Uint32(msg[nlmsgSeqOff:]) != seq {
+				s.foreign.Add(1)
+				continue
+			}
+			switch binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]) {
+			case nlmsgDone:
+				return fnErr
+			case nlmsgError:
+				if e := errnoOf(msg); e != 0 {
+					return fmt.Errorf("conntrack: dump: %w", e)
+				}
+				return fnErr // an ack
+			case nlmsgNoop:
+				continue
+			case nlmsgOverrun:
+				s.enobufs.Add(1)
+				return fmt.Errorf("%w: %w", ErrOverrun, unix.ENOBUFS)
+			}
+			if fnErr == nil {
+				fnErr = fn(msg)
+			}
+		}
+	}
+}
+
+// errnoOf returns the errno of an NLMSG_ERROR message (0 for an ack).
+func errnoOf(msg []byte) syscall.Errno {
+	if len(msg) < nlmsgHdrLen+nlmErrorLen {
+		return unix.EBADMSG
+	}
+	e := int32(binary.NativeEndian.Uint32(msg[nlmsgHdrLen:]))
+	return syscall.Errno(-e)
+}
+
+// send writes a request to the kernel. write(2) on an unconnected netlink
+// socket goes to port id 0, the kernel, and unlike Sendto allocates no
+// Sockaddr.
+func (s *Socket) send(req []byte) error {
+	for {
+		_, err := unix.Write(s.fd, req)
+		if err == unix.EINTR {
+			s.eintr.Add(1)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("conntrack: netlink send: %w", err)
+		}
+		return nil
+	}
+}
+
+// recv reads one datagram into s.buf. It uses recvfrom directly because
+// unix.Recvfrom allocates a Sockaddr per call; MSG_TRUNC makes the kernel
+// return the datagram's full length, so a too small buffer shows.
+func (s *Socket) recv() (int, error) {
+	for {
+		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), uintptr(unsafe.Pointer(&s.buf[0])),
+			uintptr(len(s.buf)), unix.MSG_TRUNC, 0, 0)
+		switch e {
+		case 0:
+			s.datagrams.Add(1)
+			if int(n) > len(s.buf) {
+				return 0, fmt.Errorf("conntrack: netlink datagram of %d bytes exceeds the %d-byte buffer", n, len(s.buf))
+			}
+			return int(n), nil
+		case unix.EINTR:
+			s.eintr.Add(1)
+		case unix.ENOBUFS:
+			s.enobufs.Add(1)
+			return 0, fmt.Errorf("%w: %w", ErrOverrun, e)
+		case unix.EAGAIN:
+			return 0, fmt.Errorf("conntrack: netlink receive timed out: %w", e)
+		default:
+			return 0, fmt.Errorf("conntrack: netlink receive: %w", e)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+//go:build !linux
+
+package conntrack
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrUnsupported is returned by Open on systems without ctnetlink.
+var ErrUnsupported = errors.New("conntrack: ctnetlink needs Linux")
+
+// ErrOverrun is returned when the socket's receive buffer overflowed (Linux only).
+var ErrOverrun = errors.New("conntrack: netlink receive buffer overrun")
+
+// DefaultBufSize is the receive buffer's default size.
+const DefaultBufSize = 64 << 10
+
+// MinBufSize is the smallest receive buffer Open accepts.
+const MinBufSize = 8 << 10
+
+// Config configures a Socket (see the Linux version).
+type Config struct {
+	Netns   func(fn func() error) error
+	BufSize int
+	Timeout time.Duration
+}
+
+// Stats are a Socket's counters (see the Linux version).
+type Stats struct {
+	Messages, Rejected, Foreign, Datagrams, ENOBUFS, EINTR uint64
+}
+
+// Socket is a ctnetlink socket; it cannot be opened on this system.
+type Socket struct{}
+
+// Open returns ErrUnsupported.
+func Open(cfg Config) (*Socket, error) { return nil, ErrUnsupported }
+
+// Close does nothing.
+func (s *Socket) Close() error { return nil }
+
+// Stats returns zero counters.
+func (s *Socket) Stats() Stats { return Stats{} }
+
+// Errors returns zero counters.
+func (s *Socket) Errors() [NumReasons]uint64 { return [NumReasons]uint64{} }
+
+// Dump returns ErrUnsupported.
+func (s *Socket) Dump(family uint8, fn func(c *Conn) error) error { return ErrUnsupported }
+
+// DumpRaw returns ErrUnsupported.
+func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error { return ErrUnsupported }
