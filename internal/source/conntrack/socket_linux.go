@@ -10,9 +10,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // Socket is a ctnetlink socket that dumps the conntrack table. It is not
@@ -76,52 +77,17 @@ type Config struct {
 // Open opens a NETLINK_NETFILTER socket for ctnetlink.
 func Open(cfg Config) (*Socket, error) {
 	s := &Socket{fd: -1, buf: make([]byte, max(cmp.Or(cfg.BufSize, DefaultBufSize), MinBufSize))}
-	open := func() error {
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
-		if err != nil {
-			return fmt.Errorf("conntrack: netlink socket: %w", err)
-		}
-		s.fd = fd
-		return nil
-	}
-	var err error
-	if cfg.Netns != nil {
-		err = cfg.Netns(open)
-	} else {
-		err = open()
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := s.setup(cfg); err != nil {
-		unix.Close(s.fd)
-		return nil, err
-	}
-	return s, nil
-}
-
-// setup binds the socket and sets its options.
-func (s *Socket) setup(cfg Config) error {
-	if err := unix.Bind(s.fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("conntrack: netlink bind: %w", err)
-	}
-	sa, err := unix.Getsockname(s.fd)
-	if err != nil {
-		return fmt.Errorf("conntrack: netlink getsockname: %w", err)
-	}
-	if nl, ok := sa.(*unix.SockaddrNetlink); ok {
-		s.pid = nl.Pid
-	}
 	to := cfg.Timeout
 	if to <= 0 {
 		to = 5 * time.Second
 	}
-	tv := unix.NsecToTimeval(to.Nanoseconds())
-	if err := unix.SetsockoptTimeval(s.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return fmt.Errorf("conntrack: SO_RCVTIMEO: %w", err)
-	}
 	// NETLINK_NO_ENOBUFS is left unset on purpose: overruns must show.
-	return nil
+	fd, pid, err := nfnetlink.Open(cfg.Netns, unix.NsecToTimeval(to.Nanoseconds()))
+	if err != nil {
+		return nil, fmt.Errorf("conntrack: %w", err)
+	}
+	s.fd, s.pid = fd, pid
+	return s, nil
 }
 
 // Close closes the socket.
@@ -244,25 +210,17 @@ func (s *Socket) send(req []byte) error {
 // unix.Recvfrom allocates a Sockaddr per call; MSG_TRUNC makes the kernel
 // return the datagram's full length, so a too small buffer shows.
 func (s *Socket) recv() (int, error) {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), uintptr(unsafe.Pointer(&s.buf[0])),
-			uintptr(len(s.buf)), unix.MSG_TRUNC, 0, 0)
-		switch e {
-		case 0:
-			s.datagrams.Add(1)
-			if int(n) > len(s.buf) {
-				return 0, fmt.Errorf("conntrack: netlink datagram of %d bytes exceeds the %d-byte buffer", n, len(s.buf))
-			}
-			return int(n), nil
-		case unix.EINTR:
-			s.eintr.Add(1)
-		case unix.ENOBUFS:
-			s.enobufs.Add(1)
-			return 0, fmt.Errorf("%w: %w", ErrOverrun, e)
-		case unix.EAGAIN:
-			return 0, fmt.Errorf("conntrack: netlink receive timed out: %w", e)
-		default:
-			return 0, fmt.Errorf("conntrack: netlink receive: %w", e)
-		}
+	n, err := nfnetlink.Recv(s.fd, s.buf, &s.eintr)
+	switch {
+	case err == nil:
+		s.datagrams.Add(1)
+		return n, nil
+	case errors.Is(err, unix.ENOBUFS):
+		s.enobufs.Add(1)
+		return 0, fmt.Errorf("%w: %w", ErrOverrun, err)
+	case errors.Is(err, unix.EAGAIN):
+		return 0, fmt.Errorf("conntrack: netlink receive timed out: %w", err)
+	default:
+		return 0, fmt.Errorf("conntrack: %w", err)
 	}
 }
