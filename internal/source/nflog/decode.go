@@ -22,6 +22,8 @@ package nflog
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // Sentinel errors of the decoder (test with errors.Is); the Decoder also
@@ -152,14 +154,11 @@ func (d *Decoder) Decode(p *Packet, msg []byte) error {
 // share one datagram when the kernel batches). It returns the message and
 // the rest after its padding, or ErrTruncated if buf holds no whole message.
 func NextMessage(buf []byte) (msg, rest []byte, err error) {
-	if len(buf) < nlmsgHdrLen {
+	msg, rest, ok := nfnetlink.NextMessage(buf)
+	if !ok {
 		return nil, nil, ErrTruncated
 	}
-	n := int(binary.NativeEndian.Uint32(buf[nlmsgLenOff:]))
-	if n < nlmsgHdrLen || n > len(buf) {
-		return nil, nil, ErrTruncated
-	}
-	return buf[:n], buf[min(align(n), len(buf)):], nil
+	return msg, rest, nil
 }
 
 // IsPacket reports whether msg (at least a netlink header) is an NFLOG
@@ -168,9 +167,8 @@ func IsPacket(msg []byte) bool {
 	return len(msg) >= nlmsgHdrLen && binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]) == nfnlSubsysULOG<<8|nfulnlMsgPacket
 }
 
-func align(n int) int { return (n + nlmsgAlign - 1) &^ (nlmsgAlign - 1) }
-
 // attr splits the first attribute off b: type (flags masked), value, rest.
+// Kept in this package, not in nfnetlink, so it inlines into the walk.
 func attr(b []byte) (typ uint16, val, rest []byte, r Reason) {
 	if len(b) < nlaHdrLen {
 		return 0, nil, nil, ReasonAttrHeader
@@ -182,6 +180,8 @@ func attr(b []byte) (typ uint16, val, rest []byte, r Reason) {
 	typ = binary.NativeEndian.Uint16(b[nlaTypeOff:]) & nlaTypeMask
 	return typ, b[nlaHdrLen:n], b[min(align(n), len(b)):], ReasonNone
 }
+
+func align(n int) int { return nfnetlink.Align(n) }
 
 func be32(v []byte) (uint32, Reason) {
 	if len(v) != 4 {
