@@ -110,6 +110,57 @@ type Record struct {
 	// with --sampling; with --sample-flows, of 1 flow in N, counted
 	// whole); 0 or 1: every packet was counted.
 	Sampling uint32
+	// PostNAT is the flow's key after network address translation, in
+	// the orientation of Key: PostNAT.Src is what the initiator's address
+	// and port became (SNAT, masquerade), PostNAT.Dst where the
+	// connection was sent (DNAT: the backend behind a service VIP).
+	// Only the conntrack source fills it, and only for translated
+	// connections: PostNAT.IPVersion is 0 otherwise (see NATed).
+	PostNAT Key
+	// Verdict is what a firewall rule did with the flow's packets:
+	// VerdictDeny for deny flows (NFLOG), VerdictNone when not known.
+	Verdict Verdict
+	// Rule names the rule behind Verdict: the NFLOG log prefix, trailing
+	// spaces removed. Empty when Verdict is VerdictNone.
+	Rule string
+	// Mark and Zone are the conntrack mark and zone of the connection
+	// (conntrack source; 0 otherwise). For deny flows Mark is the packet
+	// mark of the last dropped packet.
+	Mark uint32
+	Zone uint16
+}
+
+// NATed reports whether the record carries a translated key.
+func (r *Record) NATed() bool { return r.PostNAT.IPVersion != 0 }
+
+// Verdict is a firewall's decision about a flow.
+type Verdict uint8
+
+// Verdicts.
+const (
+	VerdictNone Verdict = iota // not known (every packet source; conntrack connections)
+	VerdictDeny                // dropped by a rule that logged the packets (NFLOG)
+	numVerdicts
+)
+
+var verdictNames = [numVerdicts]string{"", "deny"}
+
+// String returns the verdict's name in JSON records ("" for VerdictNone).
+func (v Verdict) String() string {
+	if v < numVerdicts {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", uint8(v))
+}
+
+// ParseVerdict is the inverse of Verdict.String.
+func ParseVerdict(s string) (Verdict, error) {
+	for i, n := range verdictNames {
+		if n == s {
+			return Verdict(i), nil
+		}
+	}
+	return VerdictNone, fmt.Errorf("flow: unknown verdict %q", s)
 }
 
 // MaxIfaces bounds the names one Ifaces registry holds; names past the
