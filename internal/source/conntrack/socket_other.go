@@ -3,8 +3,11 @@
 package conntrack
 
 import (
+	"context"
 	"errors"
 	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // ErrUnsupported is returned by Open on systems without ctnetlink.
@@ -51,3 +54,23 @@ func (s *Socket) Dump(family uint8, fn func(c *Conn) error) error { return ErrUn
 
 // DumpRaw returns ErrUnsupported.
 func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error { return ErrUnsupported }
+
+// Source reads conntrack tables; it cannot be opened on this system.
+type Source struct{}
+
+// SourceStats are a Source's counters (see the Linux version).
+type SourceStats struct{}
+
+// NewSource returns ErrUnsupported.
+func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
+	return nil, ErrUnsupported
+}
+
+// Run returns ErrUnsupported.
+func (s *Source) Run(ctx context.Context) error { return ErrUnsupported }
+
+// Close does nothing.
+func (s *Source) Close() error { return nil }
+
+// Stats returns zero counters.
+func (s *Source) Stats() SourceStats { return SourceStats{} }

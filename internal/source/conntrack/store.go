@@ -36,10 +36,11 @@ const (
 	ExportEnd                            // TCP TIME_WAIT/CLOSE, dying bit, destroyed, or gone from the dump
 	ExportStale                          // held without any update for the stale timeout, removed
 	ExportFull                           // evicted because the store was full
+	ExportShutdown                       // Flush: the reader stops, state dropped
 	NumExportReasons                     // number of reasons (array size)
 )
 
-var exportReasonNames = [NumExportReasons]string{"active", "idle", "end", "stale", "full"}
+var exportReasonNames = [NumExportReasons]string{"active", "idle", "end", "stale", "full", "shutdown"}
 
 // String returns the reason's label (as for flowEndReason and metrics).
 func (r ExportReason) String() string {
@@ -81,6 +82,10 @@ type StoreConfig struct {
 	// Mark and MarkMask keep only connections with Mark&MarkMask == Mark
 	// (MarkMask 0: all).
 	Mark, MarkMask uint32
+	// Labels, if not all zero, keeps only connections with at least one
+	// of these conntrack label bits set (bit i is byte i/8, bit i%8, as
+	// the kernel lays out CTA_LABELS).
+	Labels [labelsLen]byte
 }
 
 // StoreStats are a Store's counters.
@@ -115,8 +120,9 @@ type Export struct {
 	// TotalOrig and TotalReply are the kernel's counters at the last update.
 	TotalOrig, TotalReply Counters
 
-	First    time.Time // first seen by the store
-	Last     time.Time // last change of the counters (or first seen)
+	First    time.Time // start of the connection: the kernel's timestamp if it sent one, else first seen by the store
+	Since    time.Time // start of this record's deltas: the previous export, or First
+	Last     time.Time // when the store last saw the counters change (or first seen): a poll or event time
 	Exported time.Time // time of this export
 	Reason   ExportReason
 }
@@ -126,6 +132,7 @@ const (
 	flagEnded  uint8 = 1 << iota // final export owed (end reason)
 	flagGone                     // destroyed or missing from the dump: remove after the final export
 	flagClosed                   // final export done, still present in the kernel table: kept silent
+	flagExported                 // exported at least once
 )
 
 // connKey identifies a connection: its original tuple and zone. It is
@@ -231,7 +238,17 @@ func (s *Store) keep(c *Conn) bool {
 	if s.zones != nil && s.zones[c.Zone/64]&(1<<(c.Zone%64)) == 0 {
 		return false
 	}
-	return c.Mark&s.cfg.MarkMask == s.cfg.Mark
+	if c.Mark&s.cfg.MarkMask != s.cfg.Mark {
+		return false
+	}
+	if s.cfg.Labels != ([labelsLen]byte{}) {
+		var any byte
+		for i := range c.Labels[:c.LabelLen] {
+			any |= c.Labels[i] & s.cfg.Labels[i]
+		}
+		return any != 0
+	}
+	return true
 }
 
 // endedState reports whether a message says the connection is over: the
@@ -312,6 +329,14 @@ func (s *Store) Update(c *Conn, now time.Time) {
 	}
 	if c.Has&HasLabels != 0 {
 		e.labels, e.labelLen = c.Labels, c.LabelLen
+	}
+	if c.Has&HasTimestampStart != 0 && c.Start != 0 && int64(c.Start) < e.first {
+		// The kernel's start stamp (nf_conntrack_timestamp) is exact; a
+		// connection first seen by a dump began before it.
+		e.first = int64(c.Start)
+		if e.flags&flagExported == 0 {
+			e.exported = e.first // the first record's deltas start with the connection
+		}
 	}
 	e.seen, e.epoch = n, s.epoch
 	if changed {
@@ -443,6 +468,35 @@ func (s *Store) Export(now time.Time, emit func(*Export)) {
 	}
 }
 
+// Flush emits a last record, reason ExportShutdown, for every connection
+// with counts not yet exported (and the pending records of evicted ones),
+// then empties the store. It is for a reader that stops.
+func (s *Store) Flush(now time.Time, emit func(*Export)) {
+	n := now.UnixNano()
+	for i := range s.pending {
+		s.stats.Exported[s.pending[i].Reason]++
+		emit(&s.pending[i])
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
+	for i := range s.entries {
+		e := &s.entries[i]
+		if !e.used {
+			continue
+		}
+		if e.flags&flagClosed == 0 && (e.unexported() || e.flags&flagEnded != 0) {
+			r := ExportShutdown
+			if e.flags&flagEnded != 0 {
+				r = ExportEnd
+			}
+			s.fill(&s.ex, e, n, r)
+			s.stats.Exported[r]++
+			emit(&s.ex)
+		}
+		s.remove(int32(i))
+	}
+}
+
 // fill writes e's record with reason r at time n into x and marks e
 // exported.
 func (s *Store) fill(x *Export, e *entry, n int64, r ExportReason) {
@@ -450,9 +504,11 @@ func (s *Store) fill(x *Export, e *entry, n int64, r ExportReason) {
 		Orig: e.key.orig, Reply: e.reply, Zone: e.key.zone, Mark: e.mark, Status: e.status, ID: e.id,
 		Labels: e.labels, LabelLen: e.labelLen, TCPState: e.tcpState,
 		DeltaOrig: e.delta(0), DeltaReply: e.delta(1), TotalOrig: e.cur[0], TotalReply: e.cur[1],
-		First: time.Unix(0, e.first), Last: time.Unix(0, e.last), Exported: time.Unix(0, n), Reason: r,
+		First: time.Unix(0, e.first), Since: time.Unix(0, e.exported), Last: time.Unix(0, max(e.last, e.exported)),
+		Exported: time.Unix(0, n), Reason: r,
 	}
 	e.base, e.owed, e.exported = e.cur, [2]Counters{}, n
+	e.flags |= flagExported
 }
 
 // alloc returns a free slot, evicting the connection with the oldest

@@ -1,0 +1,224 @@
+//go:build linux
+
+package conntrack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// Source reads a network namespace's conntrack table into flow records:
+// a full dump every poll interval, and in between the event stream, so a
+// connection that opens and closes between two polls is still reported
+// (its destroy event carries its final counters). One goroutine (Run)
+// owns the dump socket, the event socket and the Store.
+type Source struct {
+	cfg   SourceConfig
+	dump  *Socket
+	ev    *Events
+	store *Store
+	emit  func([]flow.Record) error
+	recs  []flow.Record
+	now   time.Time // time of the current dump or event read
+
+	mu    sync.Mutex
+	stats SourceStats // copy published after each step, for Stats
+	own   SourceStats // counters Run updates
+}
+
+// SourceStats are a Source's counters.
+type SourceStats struct {
+	Polls      uint64        // complete dumps
+	PollErrors uint64        // dumps that failed (the socket is reopened; missing entries are not taken as gone)
+	Resyncs    uint64        // dumps run early because events were lost
+	PollTime   time.Duration // duration of the last dump, updates included
+	Records    uint64        // records emitted
+	EmitErrors uint64        // batches the sink refused
+	Dump       Stats         // dump socket
+	Events     EventStats    // event socket
+	Store      StoreStats    // connection store
+	Rejected   [NumReasons]uint64
+}
+
+// NewSource opens the sockets (in cfg.Netns if set), turns on conntrack
+// accounting and timestamps where allowed, and returns a Source handing
+// record batches to emit (the batch is reused after emit returns).
+func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
+	cfg = cfg.withDefaults()
+	s := &Source{cfg: cfg, emit: emit, store: NewStore(cfg.Store), recs: make([]flow.Record, 0, cfg.Batch)}
+	var err error
+	if s.dump, err = Open(Config{Netns: cfg.Netns, BufSize: cfg.BufSize}); err != nil {
+		return nil, err
+	}
+	if !cfg.NoEvents {
+		if s.ev, err = OpenEvents(EventsConfig{Netns: cfg.Netns, RcvBuf: cfg.EventBuf}); err != nil {
+			s.dump.Close()
+			return nil, err
+		}
+	}
+	// Opening the socket loaded nf_conntrack if it was not: the sysctls exist now.
+	s.sysctl("nf_conntrack_acct", "packet and byte counters are 0")
+	s.sysctl("nf_conntrack_timestamp", "start times are when weir first saw each connection")
+	return s, nil
+}
+
+// sysctl turns on /proc/sys/net/netfilter/name in the source's namespace
+// and says so, or says what is lost when it cannot.
+func (s *Source) sysctl(name, without string) {
+	path := "/proc/sys/net/netfilter/" + name
+	var was string
+	set := func() error {
+		// /proc/sys/net resolves to the namespace of the opening thread.
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if was = strings.TrimSpace(string(b)); was == "1" {
+			return nil
+		}
+		return os.WriteFile(path, []byte("1\n"), 0)
+	}
+	var err error
+	if s.cfg.Netns != nil {
+		err = s.cfg.Netns(set)
+	} else {
+		err = set()
+	}
+	switch {
+	case err != nil:
+		s.cfg.Logf("cannot turn on %s (%v): %s", name, err, without)
+	case was != "1":
+		s.cfg.Logf("turned on %s (connections opened before now are not covered)", name)
+	}
+}
+
+// Close closes the sockets. Call it after Run returned.
+func (s *Source) Close() error {
+	err := s.dump.Close()
+	if s.ev != nil {
+		err = errors.Join(err, s.ev.Close())
+	}
+	return err
+}
+
+// Stats returns the counters as of the last poll or event read; safe to
+// call from any goroutine.
+func (s *Source) Stats() SourceStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+func (s *Source) publish() {
+	st := s.own
+	st.Dump, st.Store, st.Rejected = s.dump.Stats(), s.store.Stats(), s.dump.Errors()
+	if s.ev != nil {
+		st.Events = s.ev.Stats()
+		for i, n := range s.ev.Errors() {
+			st.Rejected[i] += n
+		}
+	}
+	s.mu.Lock()
+	s.stats = st
+	s.mu.Unlock()
+}
+
+// Run polls and reads events until ctx is done, then emits a last record
+// for every connection with unexported counts (reason shutdown). It
+// returns nil after ctx ends, or the error that stopped it.
+func (s *Source) Run(ctx context.Context) error {
+	defer s.publish()
+	next := time.Now()
+	for ctx.Err() == nil {
+		wait := min(time.Until(next), 100*time.Millisecond) // wake up to see ctx end
+		if s.ev != nil {
+			ready, err := s.ev.Wait(max(wait, 0))
+			if err != nil {
+				return err
+			}
+			if ready {
+				s.now = time.Now()
+				_, err := s.ev.Read(s.update)
+				if errOverrun(err) {
+					s.own.Resyncs++
+					next = time.Now() // lost events: a dump catches up
+				} else if err != nil {
+					return err
+				}
+			}
+		} else if wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+		if time.Now().Before(next) {
+			s.publish()
+			continue
+		}
+		if err := s.Poll(); err != nil {
+			s.cfg.Logf("%v", err)
+		}
+		next = time.Now().Add(s.cfg.PollInterval)
+	}
+	s.store.Flush(time.Now(), s.collect)
+	return s.flush()
+}
+
+// update feeds one dumped or event entry to the store.
+func (s *Source) update(c *Conn) { s.store.Update(c, s.now) }
+
+// Poll dumps the table into the store and exports what is due. A failed
+// dump reopens the dump socket and leaves missing connections alone.
+func (s *Source) Poll() error {
+	s.now = time.Now()
+	err := s.dump.Dump(s.cfg.Family, func(c *Conn) error { s.store.Update(c, s.now); return nil })
+	s.own.PollTime = time.Since(s.now)
+	if err != nil {
+		s.own.PollErrors++
+		if d, oerr := Open(Config{Netns: s.cfg.Netns, BufSize: s.cfg.BufSize}); oerr == nil {
+			s.dump.Close()
+			s.dump = d
+		}
+		err = fmt.Errorf("conntrack: dump: %w", err)
+	} else {
+		s.own.Polls++
+		s.store.EndPoll(s.now)
+	}
+	s.store.Export(time.Now(), s.collect)
+	if ferr := s.flush(); ferr != nil && err == nil {
+		err = ferr
+	}
+	s.publish()
+	return err
+}
+
+// collect appends x's record to the batch, emitting a full batch.
+func (s *Source) collect(x *Export) {
+	s.recs = s.recs[:len(s.recs)+1]
+	x.Record(&s.recs[len(s.recs)-1])
+	if len(s.recs) == cap(s.recs) {
+		_ = s.flush() // counted in EmitErrors
+	}
+}
+
+// flush emits the batch.
+func (s *Source) flush() error {
+	if len(s.recs) == 0 {
+		return nil
+	}
+	s.own.Records += uint64(len(s.recs))
+	err := s.emit(s.recs)
+	if err != nil {
+		s.own.EmitErrors++
+	}
+	s.recs = s.recs[:0]
+	return err
+}
