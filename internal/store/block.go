@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -37,17 +38,35 @@ const (
 	cDropBytes
 	cDropReason
 	cSampling
+	cNATSrcAddr // the columns from here on are new in version 4
+	cNATDstAddr
+	cNATVersion
+	cNATSrcPort
+	cNATDstPort
+	cVerdict
+	cRule
+	cMark
+	cZone
 	numCols
 )
 
 // numColsV2 is the column count of version 1 and 2 blocks (ids below
-// cDropPackets); their later columns read as zero or empty.
-const numColsV2 = cDropPackets
+// cDropPackets), numColsV3 that of version 3 blocks; their later columns
+// read as zero or empty.
+const (
+	numColsV2 = cDropPackets
+	numColsV3 = cNATSrcAddr
+)
+
+// firstSparse is the first column a version 4 block may omit (its
+// omitted bitmap): the drop, sampling, NAT, verdict and conntrack
+// columns, zero or empty in nearly every block.
+const firstSparse = cDropPackets
 
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 3
+	blockVersion = 4
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
@@ -79,7 +98,8 @@ type colMeta struct {
 // blockHeader is a parsed, checked block header.
 type blockHeader struct {
 	rows      int
-	ncols     int // columns stored: numCols, or numColsV2 for versions 1 and 2
+	ncols     int    // column ids the block's version has: numCols, numColsV3 or numColsV2
+	omit      uint32 // version 4: bit id set = column id is all zero or "", not stored
 	minStart  int64
 	maxEnd    int64
 	blockLen  int
@@ -102,9 +122,11 @@ type blockEncoder struct {
 	u       []uint64
 	u16     []uint16
 	cv      [numCols][]uint64 // extracted integer columns
-	nonZero [numCols]uint64   // OR of each new (version 3) column's values (DropReason: lengths)
+	nonZero [numCols]uint64   // OR of each sparse column's values (strings: lengths; addresses: their words)
+	omit    uint32            // sparse columns of the last encode left out (all zero)
 	st      strTable
-	cut     int // strings of the last encode cut to maxStrLen
+	cut     int // drop reasons of the last encode cut to maxStrLen
+	cutRule int // rules likewise
 	stream  []byte
 	alt     []byte
 	comp    []byte
@@ -177,9 +199,10 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	pk, by, rpk, rby := e.cv[cPackets][:n], e.cv[cBytes][:n], e.cv[cRevPackets][:n], e.cv[cRevBytes][:n]
 	fl, rfl, er, vl := e.cv[cTCPFlags][:n], e.cv[cRevTCPFlags][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n]
 	st := e.cv[cStart][:n]
-	// The version 3 fields are only ORed here: they are zero in nearly
-	// every block, whose columns putSparse then writes without a pass.
+	// The sparse fields are only ORed here: they are zero in nearly every
+	// block, whose columns are then left out without another pass.
 	var ordp, ordb, orsm, orrs uint64
+	var orns, ornd, ornv, orps, orpd, orvd, orrl, ormk, orzn uint64
 	for i := range recs {
 		r := &recs[i]
 		ipv[i], pr[i], it[i], ic[i] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
@@ -188,55 +211,109 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 		st[i] = uint64(r.Start)
 		ordp, ordb, orsm = ordp|r.DropPackets, ordb|r.DropBytes, orsm|uint64(r.Sampling)
 		orrs |= uint64(len(r.DropReason))
+		n := &r.PostNAT
+		orns |= addrWords(&n.SrcAddr)
+		ornd |= addrWords(&n.DstAddr)
+		ornv, orps, orpd = ornv|uint64(n.IPVersion), orps|uint64(n.SrcPort), orpd|uint64(n.DstPort)
+		orvd, orrl = orvd|uint64(r.Verdict), orrl|uint64(len(r.Rule))
+		ormk, orzn = ormk|uint64(r.Mark), orzn|uint64(r.Zone)
 	}
-	e.nonZero[cDropPackets], e.nonZero[cDropBytes], e.nonZero[cSampling] = ordp, ordb, orsm
-	e.nonZero[cDropReason] = orrs
+	z := &e.nonZero
+	z[cDropPackets], z[cDropBytes], z[cSampling], z[cDropReason] = ordp, ordb, orsm, orrs
+	z[cNATSrcAddr], z[cNATDstAddr], z[cNATVersion], z[cNATSrcPort], z[cNATDstPort] = orns, ornd, ornv, orps, orpd
+	z[cVerdict], z[cRule], z[cMark], z[cZone] = orvd, orrl, ormk, orzn
+}
+
+// addrWords is the OR of an address's two 64-bit halves: 0 only for ::.
+func addrWords(a *[16]byte) uint64 {
+	return binary.LittleEndian.Uint64(a[:8]) | binary.LittleEndian.Uint64(a[8:])
 }
 
 // intCols are the columns extract fills.
 var intCols = [...]int{cIPVersion, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
 	cTCPFlags, cRevTCPFlags, cEndReason, cVLAN, cStart}
 
-// putSparse encodes a numeric column of the version 3 fields, which are
-// zero in nearly every block: an all-zero column (extract says which) is
-// stored as the constant 0 without a pass over the rows.
-func (e *blockEncoder) putSparse(id int, recs []flow.Record, dict bool) {
-	if e.nonZero[id] != 0 {
-		v := slices.Grow(e.cv[id][:0], len(recs))[:len(recs)]
-		e.cv[id] = v
-		switch id {
-		case cDropPackets:
-			for i := range recs {
-				v[i] = recs[i].DropPackets
-			}
-		case cDropBytes:
-			for i := range recs {
-				v[i] = recs[i].DropBytes
-			}
-		default:
-			for i := range recs {
-				v[i] = uint64(recs[i].Sampling)
-			}
-		}
-		e.putCol(id, false, false, dict)
-		return
-	}
-	e.stream = binary.LittleEndian.AppendUint64(e.stream[:0], 0)
-	e.put(id, encConst, e.stream, 0, 0, 0)
+// omitCol leaves sparse column id out of the block: it is all zero (or
+// "", or ::) and its omitted bit says so.
+func (e *blockEncoder) omitCol(id int) {
+	e.omit |= 1 << id
+	e.cols[id] = colMeta{}
 }
 
-// putReasons encodes the DropReason column (codec_str.go); its min and max
-// are the shortest and longest string's lengths.
-func (e *blockEncoder) putReasons(recs []flow.Record) {
-	if e.nonZero[cDropReason] == 0 && len(recs) > 0 { // every reason "": what encodeStrs writes, without another pass
-		e.stream = append(binary.LittleEndian.AppendUint32(e.stream[:0], 1), 0, 0)
-		e.cut = 0
-		e.put(cDropReason, encSDict, e.stream, 0, 0, 0)
+// putSparse encodes a numeric sparse column: an all-zero one (extract
+// says which) is left out without a pass over the rows.
+func (e *blockEncoder) putSparse(id int, recs []flow.Record, dict bool) {
+	if e.nonZero[id] == 0 {
+		e.omitCol(id)
 		return
 	}
+	v := slices.Grow(e.cv[id][:0], len(recs))[:len(recs)]
+	e.cv[id] = v
+	for i := range recs {
+		v[i] = sparseOf(&recs[i], id)
+	}
+	e.putCol(id, false, false, dict)
+}
+
+// sparseOf is record r's value of numeric sparse column id.
+func sparseOf(r *flow.Record, id int) uint64 {
+	switch id {
+	case cDropPackets:
+		return r.DropPackets
+	case cDropBytes:
+		return r.DropBytes
+	case cSampling:
+		return uint64(r.Sampling)
+	case cNATVersion:
+		return uint64(r.PostNAT.IPVersion)
+	case cNATSrcPort:
+		return uint64(r.PostNAT.SrcPort)
+	case cNATDstPort:
+		return uint64(r.PostNAT.DstPort)
+	case cVerdict:
+		return uint64(r.Verdict)
+	case cMark:
+		return uint64(r.Mark)
+	case cZone:
+		return uint64(r.Zone)
+	}
+	return 0
+}
+
+// putStrs encodes string column id (DropReason or Rule; codec_str.go);
+// its min and max are the shortest and longest string's lengths. It
+// returns how many rows' strings were cut to maxStrLen.
+func (e *blockEncoder) putStrs(id int, recs []flow.Record) (cut int) {
+	if e.nonZero[id] == 0 {
+		e.omitCol(id)
+		return 0
+	}
 	var lo, hi uint64
-	e.stream, lo, hi, e.cut = e.st.encodeStrs(e.stream[:0], recs)
-	e.put(cDropReason, encSDict, e.stream, lo, hi, 0)
+	e.stream, lo, hi, cut = e.st.encodeCol(e.stream[:0], recs, id)
+	e.put(id, encSDict, e.stream, lo, hi, 0)
+	return cut
+}
+
+// putNATAddr encodes a post-NAT address column (adict or araw, as the
+// key's); rows not translated hold ::. No bloom filter: the NATVersion
+// column's range says whether a block has translated rows at all.
+func (e *blockEncoder) putNATAddr(id int, recs []flow.Record) {
+	if e.nonZero[id] == 0 {
+		e.omitCol(id)
+		return
+	}
+	a := slices.Grow(e.addrs[:0], len(recs))[:len(recs)]
+	for i := range recs {
+		if id == cNATSrcAddr {
+			a[i] = recs[i].PostNAT.SrcAddr
+		} else {
+			a[i] = recs[i].PostNAT.DstAddr
+		}
+	}
+	e.addrs = a
+	var enc uint8
+	e.stream, enc = e.at.encodeAddrs(e.stream[:0], a)
+	e.put(id, enc, e.stream, 0, 0, 0)
 }
 
 // putCol encodes an extracted column.
@@ -324,12 +401,22 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 		}()
 	}
 	e.extract(recs)
-	// The version 3 columns first: a query that does not read them never
-	// has them inside the byte span it reads.
+	// The sparse columns first: a query that does not read them never has
+	// them inside the byte span it reads. Nearly always they are left out.
+	e.omit = 0
 	e.putSparse(cDropPackets, recs, true)
 	e.putSparse(cDropBytes, recs, true)
-	e.putReasons(recs)
+	e.cut = e.putStrs(cDropReason, recs)
 	e.putSparse(cSampling, recs, false)
+	e.putNATAddr(cNATSrcAddr, recs)
+	e.putNATAddr(cNATDstAddr, recs)
+	e.putSparse(cNATVersion, recs, false)
+	e.putSparse(cNATSrcPort, recs, true)
+	e.putSparse(cNATDstPort, recs, true)
+	e.putSparse(cVerdict, recs, false)
+	e.cutRule = e.putStrs(cRule, recs)
+	e.putSparse(cMark, recs, true)
+	e.putSparse(cZone, recs, true)
 	minStart, _ := e.putCol(cStart, true, true, false)
 	e.putEnd(recs)
 	maxEnd := e.cols[cEnd].max
@@ -354,7 +441,8 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	if len(recs) == 0 {
 		h.minStart, h.maxEnd = 0, 0
 	}
-	hl := fixedHeader + numCols*dirEntry + 4
+	h.omit = e.omit
+	hl := fixedHeader + (numCols-bits.OnesCount32(e.omit))*dirEntry + 4
 	for i := range e.blooms {
 		hl += 8 + 8*len(e.blooms[i].words)
 	}
@@ -365,10 +453,13 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.headerLen))
 	dst = append(dst, blockVersion, numCols, 0, 0)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.rows))
-	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, e.omit)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.minStart))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.maxEnd))
 	for i := range e.cols {
+		if e.omit&(1<<i) != 0 {
+			continue
+		}
 		c := &e.cols[i]
 		c.off += uint32(hl)
 		dst = append(dst, c.enc, c.comp, c.flags, 0)
@@ -384,7 +475,7 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 	dst = append(dst, e.payload...)
-	h.cols = e.cols
+	h.cols, h.ncols = e.cols, numCols
 	return dst, h
 }
 
@@ -420,7 +511,7 @@ func (e *blockEncoder) putEnd(recs []flow.Record) {
 // dictionary index, under 32), one length byte, maxStrLen bytes and a
 // 3-byte index a row for strings.
 func maxRawLen(id, rows int) int64 {
-	if id == cDropReason {
+	if id == cDropReason || id == cRule {
 		return 64 + int64(1+maxStrLen+3)*int64(rows)
 	}
 	return 64 + 32*int64(rows)
@@ -440,13 +531,22 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	}
 	hl := h.headerLen
 	// Versions 1 and 2 (1 without compression 2) store the first
-	// numColsV2 columns in the same layout: read, the others are absent.
+	// numColsV2 columns in the same layout, version 3 the first
+	// numColsV3: read, the others are absent. Version 4 leaves out the
+	// sparse columns its omitted bitmap names.
 	ver := b[12]
-	h.ncols = numCols
-	if ver < 3 {
+	switch {
+	case ver < 3:
 		h.ncols = numColsV2
+	case ver == 3:
+		h.ncols = numColsV3
+	default:
+		h.ncols = numCols
 	}
-	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || hl < fixedHeader+h.ncols*dirEntry+4 ||
+	h.omit = binary.LittleEndian.Uint32(b[20:24])
+	ndir := h.ncols - bits.OnesCount32(h.omit)
+	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || (ver < 4 && h.omit != 0) ||
+		h.omit&(1<<firstSparse-1) != 0 || h.omit>>numCols != 0 || hl < fixedHeader+ndir*dirEntry+4 ||
 		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
 		return nil, errCorruptBlock
 	}
@@ -455,6 +555,9 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	}
 	p := b[fixedHeader:]
 	for i := range h.ncols {
+		if h.omit&(1<<i) != 0 {
+			continue
+		}
 		c := &h.cols[i]
 		c.enc, c.comp, c.flags = p[0], p[1], p[2]
 		c.off = binary.LittleEndian.Uint32(p[4:])
@@ -469,7 +572,7 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		}
 		p = p[dirEntry:]
 	}
-	p = b[fixedHeader+h.ncols*dirEntry : hl-4]
+	p = b[fixedHeader+ndir*dirEntry : hl-4]
 	for i := range h.blooms {
 		n, ok := parseBloom(p, &h.blooms[i])
 		if !ok {

@@ -63,10 +63,11 @@ func (b *BlockInfo) MayContainPort(p uint16) bool {
 
 // Range returns the minimum and maximum of one numeric column (a single
 // Column bit; for ColICMP, ColFlags the first of the pair; Start and End are
-// int64 bits; for ColDropReason the shortest and longest string's length
-// in bytes). ok is false for address columns, several bits, or a block
-// without rows. Blocks older than the drop and sampling columns report
-// 0, 0 for them, as they read.
+// int64 bits; for ColDropReason and ColRule the shortest and longest
+// string's length in bytes). ok is false for address columns, several
+// bits, or a block without rows. Blocks older than a column, and version
+// 4 blocks that left a column out, report 0, 0 for it, as it reads: a
+// block whose ColNATVersion range is 0, 0 has no translated row.
 func (b *BlockInfo) Range(c Column) (lo, hi uint64, ok bool) {
 	if b.Rows == 0 {
 		return 0, 0, false
@@ -109,6 +110,20 @@ func (b *BlockInfo) Range(c Column) (lo, hi uint64, ok bool) {
 		id = cDropReason
 	case ColSampling:
 		id = cSampling
+	case ColNATVersion:
+		id = cNATVersion
+	case ColNATSrcPort:
+		id = cNATSrcPort
+	case ColNATDstPort:
+		id = cNATDstPort
+	case ColVerdict:
+		id = cVerdict
+	case ColRule:
+		id = cRule
+	case ColMark:
+		id = cMark
+	case ColZone:
+		id = cZone
 	default:
 		return 0, 0, false
 	}

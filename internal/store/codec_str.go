@@ -47,16 +47,29 @@ func clip(s string) (string, bool) {
 // returns the shortest and longest stored length and how many rows' strings
 // were cut to maxStrLen.
 func (t *strTable) encodeStrs(dst []byte, recs []flow.Record) (out []byte, lo, hi uint64, cut int) {
+	return t.encodeCol(dst, recs, cDropReason)
+}
+
+// strOf is record r's string of column id: DropReason or Rule.
+func strOf(r *flow.Record, id int) string {
+	if id == cRule {
+		return r.Rule
+	}
+	return r.DropReason
+}
+
+// encodeCol is encodeStrs for string column id (cDropReason or cRule).
+func (t *strTable) encodeCol(dst []byte, recs []flow.Record, id int) (out []byte, lo, hi uint64, cut int) {
 	n := len(recs)
 	if n == 0 {
 		return append(binary.LittleEndian.AppendUint32(dst, 0), 0), 0, 0, 0
 	}
 	// Nearly every block has one value (no drops: ""): one entry, no
 	// index planes, found without hashing.
-	first := recs[0].DropReason
+	first := strOf(&recs[0], id)
 	same := true
 	for i := range recs {
-		if recs[i].DropReason != first {
+		if strOf(&recs[i], id) != first {
 			same = false
 			break
 		}
@@ -79,7 +92,7 @@ func (t *strTable) encodeStrs(dst []byte, recs []flow.Record) (out []byte, lo, h
 	var last string
 	lastID, lastCut := int32(-1), false
 	for i := range recs {
-		s := recs[i].DropReason
+		s := strOf(&recs[i], id)
 		if lastID >= 0 && s == last { // runs are common: no hashing
 			idx[i] = uint64(lastID)
 			t.count[lastID]++

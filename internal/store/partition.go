@@ -246,6 +246,9 @@ func scanData(dir string) (*index, error) {
 // colsIntact checks every column CRC of a whole block.
 func colsIntact(h *blockHeader, b []byte) bool {
 	for i := range h.cols[:h.ncols] {
+		if h.omit&(1<<i) != 0 {
+			continue
+		}
 		c := &h.cols[i]
 		if crc32.Checksum(b[c.off:c.off+c.slen], castagnoli) != c.ck {
 			return false

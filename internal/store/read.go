@@ -20,6 +20,9 @@ type Column uint32
 // DstIdx) plus IPVersion, without the per-row addresses. Blocks of
 // versions 1 and 2 have no drop and sampling columns: ColDropPackets,
 // ColDropBytes, ColDropReason and ColSampling read as 0 and "" there.
+// Blocks before version 4 have no NAT, verdict and conntrack columns:
+// they read as 0, "" and :: (not translated). ColNATSrcAddr and
+// ColNATDstAddr also fill NATVersion.
 const (
 	ColSrcAddr Column = 1 << iota
 	ColDstAddr
@@ -43,6 +46,15 @@ const (
 	ColDropBytes
 	ColDropReason
 	ColSampling
+	ColNATSrcAddr // NATSrcAddr and NATVersion
+	ColNATDstAddr // NATDstAddr and NATVersion
+	ColNATVersion // NATVersion: 0 for rows not translated
+	ColNATSrcPort // NATSrcPort
+	ColNATDstPort // NATDstPort
+	ColVerdict    // Verdict
+	ColRule       // Rule
+	ColMark       // Mark
+	ColZone       // Zone
 	// ColAll selects every column (the per-row addresses and their
 	// dictionary form).
 	ColAll Column = 1<<iota - 1
@@ -68,6 +80,16 @@ type Columns struct {
 	DropPackets, DropBytes           []uint64
 	DropReason                       []string // "" for none; at most 64 bytes
 	Sampling                         []uint32
+	// The key after NAT (conntrack source): NATVersion is the PostNAT
+	// key's IP version, 0 for a row not translated (its addresses are
+	// then :: and its ports 0).
+	NATSrcAddr, NATDstAddr [][16]byte // IPv4-mapped for IPv4
+	NATVersion             []uint8
+	NATSrcPort, NATDstPort []uint16
+	Verdict                []uint8  // flow.Verdict
+	Rule                   []string // "" for none; at most 64 bytes
+	Mark                   []uint32 // conntrack mark
+	Zone                   []uint16 // conntrack zone
 	// With ColSrcAddr or ColSrcAddrIdx (Dst likewise), SrcDict[SrcIdx[i]]
 	// is row i's source address (== SrcAddr[i] when ColSrcAddr is also
 	// asked for). A dictionary-encoded block's Dict holds each distinct
@@ -77,7 +99,9 @@ type Columns struct {
 	// leaves SrcAddr empty and never builds per-row addresses.
 	SrcDict, DstDict [][16]byte
 	SrcIdx, DstIdx   []uint32
-	srcBuf, dstBuf   [][16]byte // the dictionaries' storage, reused
+	srcBuf, dstBuf   [][16]byte    // the dictionaries' storage, reused
+	natBuf, natDict  [2][][16]byte // the NAT address columns' dictionaries (not exported)
+	natIdx           [2][]uint32
 }
 
 // colsOf maps requested Columns to stored column ids.
@@ -109,6 +133,15 @@ func colsOf(want Column) (ids [numCols]bool) {
 	set(ColDropBytes, cDropBytes)
 	set(ColDropReason, cDropReason)
 	set(ColSampling, cSampling)
+	set(ColNATSrcAddr, cNATSrcAddr, cNATVersion)
+	set(ColNATDstAddr, cNATDstAddr, cNATVersion)
+	set(ColNATVersion, cNATVersion)
+	set(ColNATSrcPort, cNATSrcPort)
+	set(ColNATDstPort, cNATDstPort)
+	set(ColVerdict, cVerdict)
+	set(ColRule, cRule)
+	set(ColMark, cMark)
+	set(ColZone, cZone)
 	return ids
 }
 
@@ -185,7 +218,7 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		if !ids[id] {
 			continue
 		}
-		if id >= h.ncols { // a column the block's version did not have
+		if id >= h.ncols || h.omit&(1<<id) != 0 { // a column the block's version did not have, or left out
 			absent(id, n, dst)
 			continue
 		}
@@ -242,6 +275,24 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			dst.DropReason, err = d.str.decodeStrs(c.enc, st, n, dst.DropReason)
 		case cSampling:
 			dst.Sampling, err = decodeInts(&d.id, c.enc, st, n, dst.Sampling)
+		case cNATSrcAddr:
+			dst.NATSrcAddr, err = decodeAddrs(&dst.natBuf[0], &dst.natDict[0], &dst.natIdx[0], c.enc, st, n, dst.NATSrcAddr, true)
+		case cNATDstAddr:
+			dst.NATDstAddr, err = decodeAddrs(&dst.natBuf[1], &dst.natDict[1], &dst.natIdx[1], c.enc, st, n, dst.NATDstAddr, true)
+		case cNATVersion:
+			dst.NATVersion, err = decodeInts(&d.id, c.enc, st, n, dst.NATVersion)
+		case cNATSrcPort:
+			dst.NATSrcPort, err = decodeInts(&d.id, c.enc, st, n, dst.NATSrcPort)
+		case cNATDstPort:
+			dst.NATDstPort, err = decodeInts(&d.id, c.enc, st, n, dst.NATDstPort)
+		case cVerdict:
+			dst.Verdict, err = decodeInts(&d.id, c.enc, st, n, dst.Verdict)
+		case cRule:
+			dst.Rule, err = d.str.decodeStrs(c.enc, st, n, dst.Rule)
+		case cMark:
+			dst.Mark, err = decodeInts(&d.id, c.enc, st, n, dst.Mark)
+		case cZone:
+			dst.Zone, err = decodeInts(&d.id, c.enc, st, n, dst.Zone)
 		}
 		if err != nil {
 			return err
@@ -251,10 +302,28 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 	return nil
 }
 
-// absent fills column id, which an older block version lacks, with n
-// zeros or empty strings.
+// absent fills column id, which an older block version lacks or a
+// version 4 block left out, with n zeros or empty strings.
 func absent(id, n int, dst *Columns) {
 	switch id {
+	case cNATSrcAddr:
+		dst.NATSrcAddr = zeros(dst.NATSrcAddr, n)
+	case cNATDstAddr:
+		dst.NATDstAddr = zeros(dst.NATDstAddr, n)
+	case cNATVersion:
+		dst.NATVersion = zeros(dst.NATVersion, n)
+	case cNATSrcPort:
+		dst.NATSrcPort = zeros(dst.NATSrcPort, n)
+	case cNATDstPort:
+		dst.NATDstPort = zeros(dst.NATDstPort, n)
+	case cVerdict:
+		dst.Verdict = zeros(dst.Verdict, n)
+	case cRule:
+		dst.Rule = zeros(dst.Rule, n)
+	case cMark:
+		dst.Mark = zeros(dst.Mark, n)
+	case cZone:
+		dst.Zone = zeros(dst.Zone, n)
 	case cDropPackets:
 		dst.DropPackets = zeros(dst.DropPackets, n)
 	case cDropBytes:
@@ -307,6 +376,9 @@ func (c *Columns) reset() {
 	c.VLAN = c.VLAN[:0]
 	c.Start, c.End = c.Start[:0], c.End[:0]
 	c.DropPackets, c.DropBytes, c.DropReason, c.Sampling = c.DropPackets[:0], c.DropBytes[:0], c.DropReason[:0], c.Sampling[:0]
+	c.NATSrcAddr, c.NATDstAddr, c.NATVersion = c.NATSrcAddr[:0], c.NATDstAddr[:0], c.NATVersion[:0]
+	c.NATSrcPort, c.NATDstPort = c.NATSrcPort[:0], c.NATDstPort[:0]
+	c.Verdict, c.Rule, c.Mark, c.Zone = c.Verdict[:0], c.Rule[:0], c.Mark[:0], c.Zone[:0]
 }
 
 // span returns the byte range of the block holding the wanted columns.
@@ -317,7 +389,7 @@ func (h *blockHeader) span(want Column) (lo, hi int) {
 	}
 	lo, hi = h.blockLen, 0
 	for id, ok := range ids[:h.ncols] {
-		if ok {
+		if ok && h.omit&(1<<id) == 0 {
 			c := &h.cols[id]
 			lo = min(lo, int(c.off))
 			hi = max(hi, int(c.off+c.slen))

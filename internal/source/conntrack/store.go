@@ -129,10 +129,10 @@ type Export struct {
 
 // entry flags.
 const (
-	flagEnded  uint8 = 1 << iota // final export owed (end reason)
-	flagGone                     // destroyed or missing from the dump: remove after the final export
-	flagClosed                   // final export done, still present in the kernel table: kept silent
-	flagExported                 // exported at least once
+	flagEnded    uint8 = 1 << iota // final export owed (end reason)
+	flagGone                       // destroyed or missing from the dump: remove after the final export
+	flagClosed                     // final export done, still present in the kernel table: kept silent
+	flagExported                   // exported at least once
 )
 
 // connKey identifies a connection: its original tuple and zone. It is
