@@ -90,6 +90,7 @@ const (
 	EndIdle    EndReason = 1 // no packet for the idle timeout
 	EndEvicted EndReason = 2 // the table was full; the stalest flow made room
 	EndFlush   EndReason = 3 // Flush (shutdown)
+	EndActive  EndReason = 4 // the active timeout since the flow's last record: its counts so far, state kept
 )
 
 // DenyFlow is one exported deny flow. Mapping it to flow.Record is left to
@@ -118,7 +119,10 @@ type entry struct {
 	inIf, outIf uint32
 	mark        uint32
 	hook        uint8
-	prev, next  int32
+	prev, next  int32 // last-seen order (idle expiry, eviction)
+	since       int64 // start of the current record's period (creation or last active export)
+	aprev       int32 // record-start order (active expiry)
+	anext       int32
 }
 
 const nilSlot = -1
@@ -130,6 +134,9 @@ const nilSlot = -1
 // NewDenyTable; not safe for concurrent use.
 type DenyTable struct {
 	idle       int64
+	active     int64 // 0: no active timeout
+	ahead      int32 // oldest record start
+	atail      int32
 	slots      []entry
 	index      []int32 // hash → slot, -1 empty
 	mask       uint64
@@ -155,7 +162,7 @@ func NewDenyTable(max int, idle int64, prefixes *Prefixes, emit func(*DenyFlow))
 		size <<= 1
 	}
 	t := &DenyTable{idle: idle, slots: make([]entry, max), index: make([]int32, size), mask: uint64(size - 1),
-		head: nilSlot, tail: nilSlot, seed: rand.Uint64() | 1, prefixes: prefixes, emit: emit}
+		head: nilSlot, tail: nilSlot, ahead: nilSlot, atail: nilSlot, seed: rand.Uint64() | 1, prefixes: prefixes, emit: emit}
 	for i := range t.index {
 		t.index[i] = nilSlot
 	}
@@ -165,6 +172,11 @@ func NewDenyTable(max int, idle int64, prefixes *Prefixes, emit func(*DenyFlow))
 	t.slots[max-1].next = nilSlot
 	return t
 }
+
+// SetActive sets the active timeout: a flow with packets is exported
+// (EndActive, counts since its last record) when its record started
+// active ns ago, and kept. 0 turns it off. Set it before the first Add.
+func (t *DenyTable) SetActive(active int64) { t.active = max(active, 0) }
 
 func maxInt(a, b int) int {
 	if a > b {
@@ -199,6 +211,9 @@ func (t *DenyTable) Add(k *DenyKey, ipLen uint32, now int64, p *Packet) {
 			break
 		}
 		if e := &t.slots[s]; e.hash == h && e.key == *k {
+			if e.packets == 0 { // first packet since an active export
+				e.first = now
+			}
 			e.packets++
 			e.bytes += uint64(ipLen)
 			e.last = max(e.last, now)
@@ -219,18 +234,35 @@ func (t *DenyTable) Add(k *DenyKey, ipLen uint32, now int64, p *Packet) {
 	e := &t.slots[s]
 	t.free = e.next
 	*e = entry{key: *k, hash: h, packets: 1, bytes: uint64(ipLen), first: now, last: now,
-		inIf: p.InDev, outIf: p.OutDev, mark: p.Mark, hook: p.Hook}
+		inIf: p.InDev, outIf: p.OutDev, mark: p.Mark, hook: p.Hook, since: now}
 	t.index[i] = s
 	t.pushTail(s)
+	t.pushActive(s)
 	t.n++
 }
 
-// Expire exports every flow idle since now-idle and returns how many.
+// Expire exports every flow idle since now-idle, and with an active
+// timeout every flow whose record started that long ago, and returns how
+// many records it emitted. Both lists are in time order, so it visits
+// only the flows it exports.
 func (t *DenyTable) Expire(now int64) int {
 	n := 0
 	for t.head != nilSlot && now-t.slots[t.head].last >= t.idle {
+		if t.slots[t.head].packets > 0 {
+			n++
+		}
 		t.export(t.head, EndIdle)
-		n++
+	}
+	for t.active > 0 && t.ahead != nilSlot && now-t.slots[t.ahead].since >= t.active {
+		s := t.ahead
+		e := &t.slots[s]
+		if e.packets > 0 {
+			t.emitSlot(s, EndActive)
+			n++
+		}
+		e.packets, e.bytes, e.since = 0, 0, now
+		t.unlinkActive(s)
+		t.pushActive(s)
 	}
 	return n
 }
@@ -242,8 +274,17 @@ func (t *DenyTable) Flush() {
 	}
 }
 
-// export emits slot s and removes it.
+// export emits slot s (unless it has no packets since an active export)
+// and removes it.
 func (t *DenyTable) export(s int32, why EndReason) {
+	if t.slots[s].packets > 0 {
+		t.emitSlot(s, why)
+	}
+	t.remove(s)
+}
+
+// emitSlot emits slot s's record.
+func (t *DenyTable) emitSlot(s int32, why EndReason) {
 	e := &t.slots[s]
 	o := &t.out
 	*o = DenyFlow{Key: e.key.Flow, Group: e.key.Group, Packets: e.packets, Bytes: e.bytes, First: e.first, Last: e.last,
@@ -255,7 +296,6 @@ func (t *DenyTable) export(s int32, why EndReason) {
 	if t.emit != nil {
 		t.emit(o)
 	}
-	t.remove(s)
 }
 
 // remove deletes slot s from the index (backward shift) and the list.
@@ -279,6 +319,7 @@ func (t *DenyTable) remove(s int32) {
 	}
 	t.index[i] = nilSlot
 	t.unlink(s)
+	t.unlinkActive(s)
 	t.slots[s] = entry{next: t.free}
 	t.free = s
 	t.n--
@@ -308,4 +349,30 @@ func (t *DenyTable) pushTail(s int32) {
 		t.head = s
 	}
 	t.tail = s
+}
+
+func (t *DenyTable) unlinkActive(s int32) {
+	e := &t.slots[s]
+	if e.aprev != nilSlot {
+		t.slots[e.aprev].anext = e.anext
+	} else {
+		t.ahead = e.anext
+	}
+	if e.anext != nilSlot {
+		t.slots[e.anext].aprev = e.aprev
+	} else {
+		t.atail = e.aprev
+	}
+	e.aprev, e.anext = nilSlot, nilSlot
+}
+
+func (t *DenyTable) pushActive(s int32) {
+	e := &t.slots[s]
+	e.aprev, e.anext = t.atail, nilSlot
+	if t.atail != nilSlot {
+		t.slots[t.atail].anext = s
+	} else {
+		t.ahead = s
+	}
+	t.atail = s
 }

@@ -157,3 +157,46 @@ func TestPrefixes(t *testing.T) {
 		t.Errorf("%v allocs per known prefix", n)
 	}
 }
+
+// TestTableActive: with an active timeout, busy flows are exported in
+// pieces (EndActive) whose counts add up per flow to what was added, no
+// record is empty, and a flow's records do not overlap in time.
+func TestTableActive(t *testing.T) {
+	type agg struct {
+		packets, bytes uint64
+		last           int64
+	}
+	got, want := map[DenyKey]agg{}, map[DenyKey]agg{}
+	reasons := map[EndReason]int{}
+	tb := NewDenyTable(64, 50, nil, func(f *DenyFlow) {
+		k := DenyKey{Flow: f.Key, Group: f.Group}
+		g := got[k]
+		if f.Packets == 0 || f.First < g.last || f.Last < f.First {
+			t.Fatalf("record %+v after one ending at %d", f, g.last)
+		}
+		got[k] = agg{g.packets + f.Packets, g.bytes + f.Bytes, f.Last}
+		reasons[f.End]++
+	})
+	tb.SetActive(30)
+	r := rand.New(rand.NewPCG(3, 4))
+	var p Packet
+	for now := int64(0); now < 20000; now++ {
+		k := DenyKey{Flow: flow.Key{SrcPort: uint16(r.IntN(100)), IPVersion: 4}}
+		n := uint32(r.IntN(1500))
+		tb.Add(&k, n, now, &p)
+		w := want[k]
+		want[k] = agg{w.packets + 1, w.bytes + uint64(n), 0}
+		if now%7 == 0 {
+			tb.Expire(now)
+		}
+	}
+	tb.Flush()
+	for k, w := range want {
+		if g := got[k]; g.packets != w.packets || g.bytes != w.bytes {
+			t.Errorf("%v: exported %d/%d, added %d/%d", k.Flow.SrcPort, g.packets, g.bytes, w.packets, w.bytes)
+		}
+	}
+	if reasons[EndActive] == 0 || reasons[EndFlush] == 0 {
+		t.Errorf("reasons %v: active and flush records expected", reasons)
+	}
+}
