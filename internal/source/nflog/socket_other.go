@@ -3,8 +3,11 @@
 package nflog
 
 import (
+	"context"
 	"errors"
 	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // ErrUnsupported is returned by Open on systems without netfilter.
@@ -49,3 +52,23 @@ func (s *Socket) Stats() Stats { return Stats{} }
 
 // Read returns ErrUnsupported.
 func (s *Socket) Read(func(msg []byte) error) error { return ErrUnsupported }
+
+// Source reads NFLOG groups; it cannot be opened on this system.
+type Source struct{}
+
+// GroupStats are one group's counters (see the Linux version).
+type GroupStats struct{ Group uint16 }
+
+// NewSource returns ErrUnsupported.
+func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
+	return nil, ErrUnsupported
+}
+
+// Run returns ErrUnsupported.
+func (s *Source) Run(ctx context.Context) error { return ErrUnsupported }
+
+// Close does nothing.
+func (s *Source) Close() error { return nil }
+
+// Stats returns nothing.
+func (s *Source) Stats() []GroupStats { return nil }

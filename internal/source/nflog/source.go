@@ -1,0 +1,42 @@
+package nflog
+
+import (
+	"cmp"
+	"time"
+)
+
+// SourceConfig configures a Source.
+type SourceConfig struct {
+	// Netns, if set, runs fn inside the network namespace whose firewall
+	// logs (NFLOG groups are per namespace).
+	Netns func(fn func() error) error
+	// Groups are the NFLOG groups to read (nft "log group N"), one
+	// socket each.
+	Groups []uint16
+	// Socket is the template of each group's socket (Netns and Group are
+	// set from the fields above). Its FlushTimeout defaults to 100 ms
+	// here, not the kernel's 1 s, so deny flows are timely.
+	Socket Config
+	// MaxFlows bounds each group's deny flows (DefaultMaxFlows if 0).
+	MaxFlows int
+	// IdleTimeout and ActiveTimeout export a deny flow after so long
+	// without packets, and every ActiveTimeout while packets keep coming
+	// (defaults 15 s and 60 s, as for flows).
+	IdleTimeout, ActiveTimeout time.Duration
+	// Batch is the number of records per emitted batch (256 if 0).
+	Batch int
+	// Logf reports trouble (lost messages); nil: silent.
+	Logf func(format string, args ...any)
+}
+
+func (c SourceConfig) withDefaults() SourceConfig {
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, time.Duration(DefaultIdleTimeout))
+	c.ActiveTimeout = cmp.Or(c.ActiveTimeout, 60*time.Second)
+	c.Socket.FlushTimeout = cmp.Or(c.Socket.FlushTimeout, 100*time.Millisecond)
+	c.Socket.ReadTimeout = cmp.Or(c.Socket.ReadTimeout, 200*time.Millisecond)
+	c.Batch = cmp.Or(c.Batch, 256)
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c
+}
