@@ -40,6 +40,9 @@ const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127
   # Short timeouts: report long flows every 10s, forget idle ones after 5s
   weir capture --read trace.pcap --active-timeout=10s --idle-timeout=5s -o table --top=0
 
+  # Connections from conntrack, with NAT, plus packets dropped by 'log group 5 drop' rules
+  sudo weir capture --source conntrack --nflog-group 5 --ct-poll-interval 2s -o json
+
   # Deterministic synthetic traffic, for benchmarks and memory checks
   weir capture --synthetic flows=100000,packets=5000000,ipv6=0.5 --max-flows=100000 -o none --stats
 `
@@ -55,7 +58,7 @@ type captureOpts struct {
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
 	var o captureOpts
-	fs := newFlagSet("capture", "weir capture (-i IFACE... | --read FILE | --synthetic SPEC) [flags]",
+	fs := newFlagSet("capture", "weir capture (-i IFACE... | --read FILE | --synthetic SPEC | --source conntrack|nflog) [flags]",
 		`Meter packets into bidirectional flow records. Each record counts both
 directions of a conversation (bytes are IP total lengths) and says why it was
 emitted: idle, active, end, full, eof or shutdown. On SIGINT/SIGTERM every
@@ -70,7 +73,15 @@ With --source ebpf, TCX programs on the selected interfaces count packets
 into a kernel map (--ebpf-max-flows entries), drained every
 --ebpf-evict-interval into the same flow table; packets the map has no room
 for reach user space through a ring and are counted by the same rule. It
-needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).`, captureExamples)
+needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).
+
+With --source conntrack, the kernel's connection tracking table is the
+input (no -i): dumped every --ct-poll-interval, with the event stream in
+between, into a bounded connection store that emits delta records with the
+post-NAT addresses (nat_*) of translated connections. --nflog-group N adds
+the packets that firewall rules log to that group and drop, as deny flows
+(verdict deny, the log prefix as the rule); --source nflog reads only those.
+Both need root or CAP_NET_ADMIN.`, captureExamples)
 	o.live.flags(fs)
 	o.sinks.flags(fs)
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
@@ -88,14 +99,15 @@ needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).`, captureExamples)
 		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
 		return exitUsage
 	}
+	ct := isCTSource(o.live.ebpf.source)
 	inputs := 0
-	for _, set := range []bool{o.read != "", o.synth != "", len(o.live.ifaces) > 0} {
+	for _, set := range []bool{o.read != "", o.synth != "", len(o.live.ifaces) > 0 || ct} {
 		if set {
 			inputs++
 		}
 	}
 	if inputs != 1 {
-		return fail("give exactly one input: -i IFACE, --read FILE or --synthetic SPEC (see 'weir capture --help')")
+		return fail("give exactly one input: -i IFACE, --read FILE, --synthetic SPEC or --source conntrack|nflog (see 'weir capture --help')")
 	}
 	if o.maxFlows < 1 {
 		return fail("--max-flows must be at least 1, got %d", o.maxFlows)
@@ -104,7 +116,12 @@ needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).`, captureExamples)
 		return fail("--idle-timeout must be positive, --active-timeout and --end-linger not negative")
 	}
 
-	if len(o.live.ifaces) == 0 && o.live.set(fs) {
+	if !ct {
+		if msg := ctOnly(fs); msg != "" {
+			return fail("%s", msg)
+		}
+	}
+	if len(o.live.ifaces) == 0 && !ct && o.live.set(fs) {
 		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
 	var ue errUsage
@@ -114,6 +131,9 @@ needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).`, captureExamples)
 	case err != nil:
 		fmt.Fprintf(stderr, "weir capture: %v\n", err)
 		return exitFailure
+	}
+	if ct {
+		return runConntrack(&o, fs, stderr)
 	}
 	if len(o.live.ifaces) > 0 {
 		return runLive(&o, stdout_, stderr)

@@ -42,7 +42,7 @@ type ebpfOpts struct {
 func (e *ebpfOpts) flags(fs *flag.FlagSet) {
 	e.fs = fs
 	e.ringSize = kflow.DefaultRingSize
-	fs.StringVar(&e.source, "source", "afpacket", "live capture `source`: afpacket (packet rings, decoded in user space) or ebpf (TCX programs aggregate flows in the kernel)")
+	fs.StringVar(&e.source, "source", "afpacket", "live `source`: afpacket (packet rings, decoded in user space), ebpf (TCX programs aggregate flows in the kernel), conntrack (the kernel's connection tracking table, with NAT; no -i) or nflog (packets firewall rules log and drop, as deny flows; no -i)")
 	fs.IntVar(&e.maxFlows, "ebpf-max-flows", kflow.DefaultMaxFlows, "--source ebpf: entries of each of the two kernel flow maps (flows between two drains; more overflow to the ring); also the flow table's size unless --max-flows is given")
 	fs.DurationVar(&e.evict, "ebpf-evict-interval", kflow.DefaultEvictInterval, "--source ebpf: drain the kernel flow map this often (it must be shorter than --idle-timeout)")
 	fs.Var(&e.ringSize, "ebpf-ring-size", "--source ebpf: overflow ring `size` (power of two: 256KiB, 1MiB, 4MiB) for packets the map has no room for")

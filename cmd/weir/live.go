@@ -39,6 +39,7 @@ type liveOpts struct {
 	queueDepth    int
 	cpuProfile    string
 	ebpf          ebpfOpts
+	ct            ctOpts
 }
 
 func (l *liveOpts) flags(fs *flag.FlagSet) {
@@ -56,6 +57,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&l.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the capture to `file` (for go tool pprof)")
 	fs.IntVar(&l.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
 	l.ebpf.flags(fs)
+	l.ct.flags(fs)
 }
 
 // set reports whether any live-only flag was given.
@@ -172,7 +174,7 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 			return fail("%s", msg)
 		}
 	default:
-		return fail("--source must be afpacket or ebpf, got %q", l.ebpf.source)
+		return fail("--source must be afpacket, ebpf, conntrack or nflog, got %q", l.ebpf.source)
 	}
 	cfg := live.Config{
 		Select:  sel,

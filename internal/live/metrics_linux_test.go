@@ -15,6 +15,8 @@ import (
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
+	"github.com/weir-dev/weir/internal/source/conntrack"
+	"github.com/weir-dev/weir/internal/source/nflog"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -47,7 +49,9 @@ func TestMetricsDocumented(t *testing.T) {
 	}
 	reg := metrics.NewRegistry()
 	ebpf := kflow.Collector(func() kflow.Stats { return kflow.Stats{} }) // weir capture --source ebpf; its queues are live's
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf} {
+	ct := conntrack.Collector(func() conntrack.SourceStats { return conntrack.SourceStats{} }, 1)
+	nl := nflog.Collector(func() []nflog.GroupStats { return []nflog.GroupStats{{Group: 5}} })
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}

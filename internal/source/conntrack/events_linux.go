@@ -76,15 +76,6 @@ func OpenEvents(cfg EventsConfig) (*Events, error) {
 // Close closes the socket.
 func (e *Events) Close() error { return unix.Close(e.fd) }
 
-// EventStats are an event socket's counters.
-type EventStats struct {
-	Messages  uint64 // events decoded and handed over
-	Rejected  uint64 // events the decoder rejected (by reason: Events.Errors)
-	Datagrams uint64 // datagrams received
-	ENOBUFS   uint64 // receive buffer overruns: events were lost
-	EINTR     uint64 // interrupted receives, retried
-}
-
 // Stats returns the socket's counters.
 func (e *Events) Stats() EventStats {
 	return EventStats{Messages: e.messages.Load(), Rejected: e.rejected.Load(), Datagrams: e.datagrams.Load(),

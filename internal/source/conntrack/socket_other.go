@@ -58,9 +58,6 @@ func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error { return
 // Source reads conntrack tables; it cannot be opened on this system.
 type Source struct{}
 
-// SourceStats are a Source's counters (see the Linux version).
-type SourceStats struct{}
-
 // NewSource returns ErrUnsupported.
 func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
 	return nil, ErrUnsupported

@@ -43,3 +43,26 @@ func (c SourceConfig) withDefaults() SourceConfig {
 	}
 	return c
 }
+
+// SourceStats are a Source's counters.
+type SourceStats struct {
+	Polls      uint64        // complete dumps
+	PollErrors uint64        // dumps that failed (the socket is reopened; missing entries are not taken as gone)
+	Resyncs    uint64        // dumps run early because events were lost
+	PollTime   time.Duration // duration of the last dump, updates included
+	Records    uint64        // records emitted
+	EmitErrors uint64        // batches the sink refused
+	Dump       Stats         // dump socket
+	Events     EventStats    // event socket
+	Store      StoreStats    // connection store
+	Rejected   [NumReasons]uint64
+}
+
+// EventStats are an event socket's counters.
+type EventStats struct {
+	Messages  uint64 // events decoded and handed over
+	Rejected  uint64 // events the decoder rejected (by reason: Events.Errors)
+	Datagrams uint64 // datagrams received
+	ENOBUFS   uint64 // receive buffer overruns: events were lost
+	EINTR     uint64 // interrupted receives, retried
+}

@@ -33,20 +33,6 @@ type Source struct {
 	own   SourceStats // counters Run updates
 }
 
-// SourceStats are a Source's counters.
-type SourceStats struct {
-	Polls      uint64        // complete dumps
-	PollErrors uint64        // dumps that failed (the socket is reopened; missing entries are not taken as gone)
-	Resyncs    uint64        // dumps run early because events were lost
-	PollTime   time.Duration // duration of the last dump, updates included
-	Records    uint64        // records emitted
-	EmitErrors uint64        // batches the sink refused
-	Dump       Stats         // dump socket
-	Events     EventStats    // event socket
-	Store      StoreStats    // connection store
-	Rejected   [NumReasons]uint64
-}
-
 // NewSource opens the sockets (in cfg.Netns if set), turns on conntrack
 // accounting and timestamps where allowed, and returns a Source handing
 // record batches to emit (the batch is reused after emit returns).

@@ -56,9 +56,6 @@ func (s *Socket) Read(func(msg []byte) error) error { return ErrUnsupported }
 // Source reads NFLOG groups; it cannot be opened on this system.
 type Source struct{}
 
-// GroupStats are one group's counters (see the Linux version).
-type GroupStats struct{ Group uint16 }
-
 // NewSource returns ErrUnsupported.
 func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
 	return nil, ErrUnsupported

@@ -40,3 +40,14 @@ func (c SourceConfig) withDefaults() SourceConfig {
 	}
 	return c
 }
+
+// GroupStats are one group's counters.
+type GroupStats struct {
+	Group      uint16
+	Socket     Stats
+	Aggregator AggregatorStats
+	Flows      int    // deny flows held
+	Exported   uint64 // records emitted
+	Evicted    uint64 // flows exported early because the table was full
+	EmitErrors uint64 // batches the sink refused
+}

@@ -34,17 +34,6 @@ type reader struct {
 	stats GroupStats
 }
 
-// GroupStats are one group's counters.
-type GroupStats struct {
-	Group      uint16
-	Socket     Stats
-	Aggregator AggregatorStats
-	Flows      int    // deny flows held
-	Exported   uint64 // records emitted
-	Evicted    uint64 // flows exported early because the table was full
-	EmitErrors uint64 // batches the sink refused
-}
-
 // NewSource binds every group (in cfg.Netns if set) and returns a Source
 // handing record batches to emit (the batch is reused after emit returns;
 // emit is never called concurrently).
