@@ -101,7 +101,7 @@ echo
 echo "== conntrack source: decode one ctnetlink message (1,000 real entries replayed), dump 10k entries (root),"
 echo "   Antrea-shaped poll (10k connections, 1k new, 1k gone) and export (20k, 2k dying) of the connection store;"
 echo "   NFLOG: one deny message decoded and aggregated, a 20k deny-flow export cycle (2k idle)"
-go test -run '^$' -bench 'BenchmarkDecode|BenchmarkDump|BenchmarkPoll$|BenchmarkExport$' -benchmem -count "$count" ./internal/source/conntrack >"$out/conntrack.txt"
+go test -run '^$' -bench 'BenchmarkDecode|BenchmarkDump|BenchmarkPoll$|BenchmarkPollStore|BenchmarkExport$' -benchmem -count "$count" ./internal/source/conntrack >"$out/conntrack.txt"
 go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/nflog >>"$out/conntrack.txt"
 go run ./internal/tools/benchsum "$out"/conntrack.txt
 
