@@ -19,12 +19,14 @@ import (
 // Memory is bounded: at most MaxConns entries plus MaxPending evicted
 // records waiting for the next Export, whatever happens downstream.
 //
-// Known limit of the bound: a live connection evicted when the store is
-// full, then seen again in a later dump, comes back as new from a base of
-// zero, so the counts it had at eviction are exported again (each such
-// eviction is counted in StoreStats.Evicted). Raise MaxConns above the
-// table's size to avoid it; a bounded set of evicted keys would let such a
-// connection restart from its current counters instead.
+// A live connection evicted when the store is full is seen again in the
+// next dump. So that the counts it had at eviction are not exported
+// twice, the store remembers the key, kernel id and counters of the last
+// Remember evicted connections (a FIFO ring beside a preallocated map):
+// a remembered connection comes back from its counters at eviction, a
+// finished one comes back silent. Past Remember evictions between two
+// sightings, the oldest are forgotten and come back from zero (counted in
+// StoreStats.Forgotten).
 
 // ExportReason says why an Export record was emitted.
 type ExportReason uint8
@@ -82,6 +84,10 @@ type StoreConfig struct {
 	// Mark and MarkMask keep only connections with Mark&MarkMask == Mark
 	// (MarkMask 0: all).
 	Mark, MarkMask uint32
+	// Remember bounds the evicted connections whose counters are kept so
+	// that they resume where they were if seen again (default
+	// MaxConns/4; negative: none). About 100 bytes each.
+	Remember int
 	// Labels, if not all zero, keeps only connections with at least one
 	// of these conntrack label bits set (bit i is byte i/8, bit i%8, as
 	// the kernel lays out CTA_LABELS).
@@ -100,6 +106,8 @@ type StoreStats struct {
 	CounterResets     uint64                   // counters that went backwards (clamped to a zero delta)
 	Filtered          uint64                   // updates dropped by the zone or mark filter
 	Restarted         uint64                   // tuples seen again as a new kernel entry (new id, or alive after its end)
+	Recalled          uint64                   // evicted connections seen again and resumed from their counters at eviction
+	Forgotten         uint64                   // evicted connections whose counters were dropped from the Remember ring unseen
 }
 
 // Export is one export record. Emit callbacks get a pointer that is only
@@ -180,6 +188,18 @@ type Store struct {
 	pending []Export
 	ex      Export // reused for every emitted record
 	stats   StoreStats
+
+	memo    map[connKey]memo // evicted connections' counters (nil: Remember off)
+	memoKey []connKey        // FIFO ring of memo's keys
+	memoPos int32            // next ring slot to use
+}
+
+// memo is what the store keeps of an evicted connection.
+type memo struct {
+	cur, base, owed [2]Counters // as in entry: what was exported is cur-base+owed short of cur
+	id              uint32
+	slot   int32 // its ring slot, so a stale slot does not delete a newer memo
+	closed bool  // its final record was emitted
 }
 
 // NewStore returns a store with every slot preallocated.
@@ -199,6 +219,9 @@ func NewStore(cfg StoreConfig) *Store {
 	if cfg.StaleTimeout <= 0 {
 		cfg.StaleTimeout = DefaultStaleTimeout
 	}
+	if cfg.Remember == 0 {
+		cfg.Remember = max(cfg.MaxConns/4, 1)
+	}
 	s := &Store{
 		cfg:     cfg,
 		index:   make(map[connKey]int32, cfg.MaxConns),
@@ -207,6 +230,10 @@ func NewStore(cfg StoreConfig) *Store {
 		head:    -1,
 		tail:    -1,
 		epoch:   1,
+	}
+	if cfg.Remember > 0 {
+		s.memo = make(map[connKey]memo, cfg.Remember)
+		s.memoKey = make([]connKey, cfg.Remember)
 	}
 	if len(cfg.Zones) > 0 {
 		s.zones = make([]uint64, 1<<16/64)
@@ -309,6 +336,9 @@ func (s *Store) Update(c *Conn, now time.Time) {
 		s.index[k] = i
 		s.linkTail(i)
 		s.stats.New++
+		if s.memo != nil && s.recall(i, e, c, n) {
+			return
+		}
 	}
 	changed := s.counters(e, 0, c.CountersOrig)
 	changed = s.counters(e, 1, c.CountersReply) || changed
@@ -354,6 +384,57 @@ func (s *Store) Update(c *Conn, now time.Time) {
 	default:
 		// Back in the table after missing from a dump: not gone after all.
 		e.flags &^= flagEnded | flagGone
+	}
+}
+
+// recall resumes a connection evicted earlier from its memo, if there is
+// one for the same kernel entry: from its counters at eviction, or, when
+// its final record was emitted and it is still ending, silent. It reports
+// whether Update is done with c.
+func (s *Store) recall(i int32, e *entry, c *Conn, n int64) bool {
+	m, ok := s.memo[e.key]
+	if !ok {
+		return false
+	}
+	delete(s.memo, e.key)
+	if c.Has&HasID != 0 && m.id != 0 && c.ID != m.id {
+		return false // another entry on the same tuple: a new connection
+	}
+	s.stats.Recalled++
+	s.stats.New--
+	// A record that could not be queued at eviction left base behind
+	// cur: those counts go out with the next record.
+	e.cur, e.base, e.owed, e.id = m.cur, m.base, m.owed, m.id
+	e.flags |= flagExported
+	if m.closed && (c.Type == MsgDelete || endedState(c)) {
+		if c.Type == MsgDelete {
+			s.remove(i)
+			return true
+		}
+		e.cur, e.base = [2]Counters{c.CountersOrig, c.CountersReply}, [2]Counters{c.CountersOrig, c.CountersReply}
+		e.flags |= flagClosed
+		e.seen, e.epoch = n, s.epoch
+		s.unlink(i)
+		s.linkHead(i)
+		return true
+	}
+	return false
+}
+
+// remember keeps an evicted connection's counters in the memo ring,
+// forgetting the oldest memo when the ring is full.
+func (s *Store) remember(e *entry) {
+	p := s.memoPos
+	if old := s.memoKey[p]; old != (connKey{}) {
+		if m, ok := s.memo[old]; ok && m.slot == p {
+			delete(s.memo, old)
+			s.stats.Forgotten++
+		}
+	}
+	s.memoKey[p] = e.key
+	s.memo[e.key] = memo{cur: e.cur, base: e.base, owed: e.owed, id: e.id, slot: p, closed: e.flags&flagClosed != 0}
+	if s.memoPos++; int(s.memoPos) == len(s.memoKey) {
+		s.memoPos = 0
 	}
 }
 
@@ -533,20 +614,27 @@ func (s *Store) evict(n int64) {
 	e := &s.entries[i]
 	s.stats.Evicted++
 	if e.flags&flagClosed == 0 && (e.unexported() || e.flags&flagEnded != 0) {
-		s.queue(e, n, ExportFull)
+		if s.queue(e, n, ExportFull) && e.flags&flagEnded != 0 {
+			e.flags |= flagClosed // its final record is the one just queued
+		}
+	}
+	if s.memo != nil && e.flags&flagGone == 0 {
+		s.remember(e) // a record lost above is owed again if it is seen again
 	}
 	s.remove(i)
 }
 
 // queue puts e's record with reason r on the pending list for the next
-// Export, or counts it as lost when the list is full.
-func (s *Store) queue(e *entry, n int64, r ExportReason) {
+// Export, or counts it as lost when the list is full; it reports whether
+// the record was queued.
+func (s *Store) queue(e *entry, n int64, r ExportReason) bool {
 	if len(s.pending) == cap(s.pending) {
 		s.stats.EvictedUnexported++
-		return
+		return false
 	}
 	s.pending = s.pending[:len(s.pending)+1]
 	s.fill(&s.pending[len(s.pending)-1], e, n, r)
+	return true
 }
 
 // remove deletes entry i from the index and the activity list and puts

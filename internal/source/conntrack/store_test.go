@@ -293,6 +293,30 @@ func TestStoreBound(t *testing.T) {
 	}
 }
 
+// TestStoreRecallLost: a record that could not be queued at eviction
+// (pending list full) is not lost if the connection is seen again while
+// remembered: its counts go out with the connection's next record, once.
+func TestStoreRecallLost(t *testing.T) {
+	s := NewStore(StoreConfig{MaxConns: 1, MaxPending: 1, Remember: 8, IdleTimeout: time.Hour, ActiveTimeout: time.Hour, StaleTimeout: time.Hour})
+	tot := map[uint16]uint64{}
+	emit := func(x *Export) { tot[x.Orig.SrcPort-1024] += x.DeltaOrig.Packets }
+	// Poll 1: 0 is evicted by 1 (queued), 1 by 2 (the pending list is
+	// full: its record is lost for now).
+	for i := range 3 {
+		s.Update(sconn(i, 10, 100, 0, 0), sec(1))
+	}
+	s.Export(sec(1), emit)
+	if st := s.Stats(); st.EvictedUnexported != 1 || tot[0] != 10 || tot[1] != 0 {
+		t.Fatalf("after poll 1: exported %v, stats %+v", tot, st)
+	}
+	// Poll 2: 1 comes back with 20 packets: all 20 are owed.
+	s.Update(sconn(1, 20, 200, 0, 0), sec(2))
+	s.Flush(sec(3), emit)
+	if tot[0] != 10 || tot[1] != 20 || tot[2] != 10 || s.Stats().Recalled != 1 {
+		t.Errorf("exported %v, want 0:10 1:20 2:10; stats %+v", tot, s.Stats())
+	}
+}
+
 // TestStoreFilters: zone set and mark/mask.
 func TestStoreFilters(t *testing.T) {
 	s := NewStore(StoreConfig{MaxConns: 16, Zones: []uint16{0, 7, 300}, Mark: 0x10, MarkMask: 0xf0})
@@ -318,10 +342,30 @@ func TestStoreFilters(t *testing.T) {
 // plus the readings just before each reset (carried, not lost), minus
 // the readings just after (clamped: the base restarts there).
 func TestStoreProperty(t *testing.T) {
+	const n = 60
+	t.Run("roomy", func(t *testing.T) {
+		storeProperty(t, StoreConfig{MaxConns: 2 * n}, func(st StoreStats) bool { return st.Evicted == 0 })
+	})
+	// A store of a third of the connections: evictions every poll, and
+	// the remembered counters keep every count exported exactly once.
+	t.Run("evicting", func(t *testing.T) {
+		storeProperty(t, StoreConfig{MaxConns: n / 3, MaxPending: 100 * n, Remember: 2 * n},
+			func(st StoreStats) bool {
+				return st.Evicted > 100 && st.Recalled > 100 && st.EvictedUnexported == 0
+			})
+	})
+}
+
+// storeProperty drives a store of cfg through random polls of n
+// connections (new, growing, reset, gone) and checks that what it exports
+// per connection adds up to the connection's counts, and that the stats
+// pass check.
+func storeProperty(t *testing.T, cfg StoreConfig, check func(StoreStats) bool) {
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		const n = 60
-		s := NewStore(StoreConfig{MaxConns: 2 * n, ActiveTimeout: 3 * time.Second, IdleTimeout: 5 * time.Second, StaleTimeout: time.Hour})
+		cfg.ActiveTimeout, cfg.IdleTimeout, cfg.StaleTimeout = 3*time.Second, 5*time.Second, time.Hour
+		s := NewStore(cfg)
 		type model struct {
 			cur, lost, carry [2]Counters
 			alive            bool
@@ -402,6 +446,9 @@ func TestStoreProperty(t *testing.T) {
 		}
 		if s.Len() != 0 {
 			t.Fatalf("seed %d: %d connections left", seed, s.Len())
+		}
+		if st := s.Stats(); !check(st) {
+			t.Fatalf("seed %d: stats %+v", seed, st)
 		}
 	}
 }
