@@ -198,8 +198,8 @@ type Store struct {
 type memo struct {
 	cur, base, owed [2]Counters // as in entry: what was exported is cur-base+owed short of cur
 	id              uint32
-	slot   int32 // its ring slot, so a stale slot does not delete a newer memo
-	closed bool  // its final record was emitted
+	slot            int32 // its ring slot, so a stale slot does not delete a newer memo
+	closed          bool  // its final record was emitted
 }
 
 // NewStore returns a store with every slot preallocated.
