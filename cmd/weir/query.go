@@ -37,6 +37,12 @@ const queryExamples = `  # Top 10 talkers by bytes, all stored time
   weir query -s drop_packets drop_reason 'drop_reason != ""'
   weir query -s drop_bytes dip,dport 'drop_reason = NO_SOCKET'
 
+  # Conntrack: which backends a service address was translated to; deny
+  # flows (NFLOG) by rule; flows not translated
+  weir query dip,nat_dst_ip,nat_dst_port 'dip = 10.96.0.10'
+  weir query verdict,rule,sip 'verdict = deny'
+  weir query sip 'nat_dst_ip = ""'
+
   # What is stored: interfaces and time spans
   weir query --list
 `
@@ -56,17 +62,24 @@ func runQuery(args []string, stdout_, stderr io.Writer) int {
 attributes, filter them with a condition, rank the groups.
 
 GROUP-BY is a comma-separated list of time, iface, sip, dip, sport, dport,
-proto, drop_reason, sampling, or the presets talk_src (sip), talk_dst (dip),
-talk_conv (sip,dip), apps_port (dport,proto) and raw.
+proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, nat_src_port,
+nat_dst_port, verdict, rule, ct_mark, ct_zone, or the presets talk_src (sip),
+talk_dst (dip), talk_conv (sip,dip), apps_port (dport,proto) and raw.
 
 CONDITION (the remaining arguments, or --condition) is a filter such as
   dport = 443 and not (snet 10.0.0.0/8 or host 2001:db8::1)
 with and/or/not and parentheses; = != < > <= >=; attributes sip dip host net
-snet dnet sport dport port proto iface vlan drop_reason sampling; port and
+snet dnet sport dport port proto iface vlan drop_reason sampling nat_src_ip
+nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone; port and
 protocol names (https, tcp). For host, net and port, != means neither side,
 other operators either side. drop_reason is the kernel's name for the latest
 drop (NO_SOCKET, NETFILTER_DROP; "" for none; any case); sampling is N for
-1-in-N sampled records (0 or 1: unsampled).
+1-in-N sampled records (0 or 1: unsampled). nat_* are the addresses and ports
+after NAT (conntrack source): a record not translated has none ("-" in the
+table, empty in CSV, null in JSON); nat_dst_ip = "" selects those records,
+and only a negation ("not nat_dst_port = 80") matches them otherwise.
+verdict is deny or "" (none), rule the NFLOG prefix (exact), ct_mark and
+ct_zone the conntrack mark and zone.
 
 A record counts when its start lies in [--from, --to). "out" counters are
 what the initiator (sip) sent, "in" what it received. Packets and bytes the

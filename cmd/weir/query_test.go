@@ -280,7 +280,73 @@ func TestQueryDrops(t *testing.T) {
 		t.Errorf("drop_packets:in: exit %d, %s", code, errs)
 	}
 	code, out, _ := runCLI("query", "--help")
-	for _, w := range []string{"proto, drop_reason, sampling, or the presets", "vlan drop_reason sampling;", "drop_packets or drop_bytes", "-s drop_packets drop_reason"} {
+	for _, w := range []string{"proto, drop_reason, sampling, nat_src_ip", "vlan drop_reason sampling nat_src_ip", "drop_packets or drop_bytes", "-s drop_packets drop_reason"} {
+		if code != exitOK || !strings.Contains(out, w) {
+			t.Errorf("help lacks %q (exit %d)", w, code)
+		}
+	}
+}
+
+// TestQueryNAT: 'weir query' groups and filters by the post-NAT
+// addresses and ports, verdict, rule, conntrack mark and zone of stored
+// records (IPv4 and IPv6); records not translated have empty NAT cells;
+// the help lists the attributes.
+func TestQueryNAT(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.Open(store.Config{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC).UnixNano()
+	var recs []flow.Record
+	for i, d := range []struct {
+		src, dst, nsrc, ndst string
+		verdict              flow.Verdict
+		rule                 string
+		mark                 uint32
+		zone                 uint16
+	}{
+		{"10.0.0.1", "10.96.0.10", "192.0.2.7", "10.244.1.5", 0, "", 16, 1},
+		{"10.0.0.2", "10.96.0.10", "10.0.0.2", "10.244.1.6", 0, "", 0, 1},
+		{"2001:db8::1", "fd00::10", "2001:db8::1", "fd00::a:5", 0, "", 0, 0},
+		{"10.0.0.3", "10.0.0.9", "", "", flow.VerdictDeny, "weir-deny", 7, 0},
+	} {
+		r := flow.Record{Packets: uint64(1 + i), Bytes: 60, Verdict: d.verdict, Rule: d.rule, Mark: d.mark, Zone: d.zone,
+			Iface: "eth0", Start: at + int64(i)*int64(time.Second), End: at + int64(i)*int64(time.Second)}
+		r.Key.SetSrc(netip.MustParseAddr(d.src))
+		r.Key.SetDst(netip.MustParseAddr(d.dst))
+		r.Key.Proto, r.Key.SrcPort, r.Key.DstPort = 6, uint16(40000+i), 443
+		if d.nsrc != "" {
+			r.PostNAT = r.Key
+			r.PostNAT.SetSrc(netip.MustParseAddr(d.nsrc))
+			r.PostNAT.SetDst(netip.MustParseAddr(d.ndst))
+			r.PostNAT.DstPort = 8443
+		}
+		recs = append(recs, r)
+	}
+	if err := s.Write(recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const cols = "flows,packets_out,packets_in,bytes_out,bytes_in"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nat_dst_ip,nat_dst_port"}, "nat_dst_ip,nat_dst_port," + cols + "\n,,1,4,0,60,0\nfd00::a:5,8443,1,3,0,60,0\n10.244.1.6,8443,1,2,0,60,0\n10.244.1.5,8443,1,1,0,60,0\n"},
+		{[]string{"sip,nat_src_ip", "nat_dst_ip", "=", "10.244.0.0/16"}, "sip,nat_src_ip," + cols + "\n10.0.0.2,10.0.0.2,1,2,0,60,0\n10.0.0.1,192.0.2.7,1,1,0,60,0\n"},
+		{[]string{"verdict,rule,ct_mark", "verdict = deny"}, "verdict,rule,ct_mark," + cols + "\ndeny,weir-deny,7,1,4,0,60,0\n"},
+		{[]string{"ct_zone", "ct_mark != 7 and nat_dst_ip != \"\""}, "ct_zone," + cols + "\n0,1,3,0,60,0\n1,2,3,0,120,0\n"},
+	} {
+		code, out, errs := runCLI(append([]string{"query", "-d", dir, "-o", "csv", "-s", "packets"}, c.args...)...)
+		if code != exitOK || out != c.want {
+			t.Errorf("%v: exit %d, %s\n%s\nwant\n%s", c.args, code, errs, out, c.want)
+		}
+	}
+	code, out, _ := runCLI("query", "--help")
+	for _, w := range []string{"nat_dst_port, verdict, rule, ct_mark, ct_zone, or the presets", "nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone;", "nat_dst_ip = \"\""} {
 		if code != exitOK || !strings.Contains(out, w) {
 			t.Errorf("help lacks %q (exit %d)", w, code)
 		}

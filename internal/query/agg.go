@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/prefetch"
 )
 
@@ -21,11 +22,20 @@ type gkey struct {
 	t     int64  // time bin start, Unix ns
 }
 
-// label is what a key's label id stands for: the interface, drop reason
-// and sampling rate of the group (each zero when not grouped by).
+// label is what a key's label id stands for: the interface, drop reason,
+// sampling rate, post-NAT addresses and ports, verdict, rule, mark and
+// zone of the group (each zero when not grouped by; nat says whether the
+// group's records were translated, when grouped by a NAT attribute).
 type label struct {
-	iface, reason string
-	sampling      uint32
+	iface, reason      string
+	sampling           uint32
+	nat                bool
+	natSrc, natDst     addrKey
+	natSPort, natDPort uint16
+	verdict            uint8
+	rule               string
+	mark               uint32
+	zone               uint16
 }
 
 // maxLabels bounds the label ids, which have 24 bits in a key (a
@@ -35,7 +45,7 @@ var maxLabels = 1<<24 - 1
 // errTooManyLabels fails a query whose groups need more than maxLabels
 // label ids.
 func errTooManyLabels() error {
-	return fmt.Errorf("query: more than %d distinct (iface, drop_reason, sampling) groups", maxLabels)
+	return fmt.Errorf("query: more than %d distinct (iface, drop_reason, sampling, nat_*, verdict, rule, ct_mark, ct_zone) groups", maxLabels)
 }
 
 // sums are a group's counters in the group table. The drop counters, zero
@@ -200,6 +210,14 @@ func (g *agg) public(k gkey) Key {
 	if id := k.rest & 0xffffff; id != 0 && id <= uint64(len(g.labels)) {
 		l := &g.labels[id-1]
 		p.Iface, p.DropReason, p.Sampling = l.iface, l.reason, l.sampling
+		p.NATed, p.NATSrcPort, p.NATDstPort = l.nat, l.natSPort, l.natDPort
+		if l.natSrc.ver != 0 {
+			p.NATSrcIP = addrOf(&l.natSrc.a, l.natSrc.ver)
+		}
+		if l.natDst.ver != 0 {
+			p.NATDstIP = addrOf(&l.natDst.a, l.natDst.ver)
+		}
+		p.Verdict, p.Rule, p.Mark, p.Zone = flow.Verdict(l.verdict), l.rule, l.mark, l.zone
 	}
 	if k.t != 0 {
 		p.Time = time.Unix(0, k.t).UTC()
@@ -213,10 +231,15 @@ func (g *agg) ip(id uint32) netip.Addr {
 		return netip.Addr{}
 	}
 	a := g.addrs[id-1]
-	if a.ver == 4 {
-		return netip.AddrFrom16(a.a).Unmap()
+	return addrOf(&a.a, a.ver)
+}
+
+// addrOf is a stored address as a netip.Addr (unmapped for IPv4).
+func addrOf(a *[16]byte, ver uint8) netip.Addr {
+	if ver == 4 {
+		return netip.AddrFrom16(*a).Unmap()
 	}
-	return netip.AddrFrom16(a.a)
+	return netip.AddrFrom16(*a)
 }
 
 // rank sums the totals and returns the rows q asks for: all groups sorted,

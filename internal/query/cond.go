@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/iana"
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -24,12 +25,22 @@ const (
 	aVLAN
 	aDropReason
 	aSampling
+	aNATSrcAddr // the post-NAT attributes (cond_nat.go): absent for rows not translated
+	aNATDstAddr
+	aNATSrcPort
+	aNATDstPort
+	aVerdict
+	aRule
+	aMark
+	aZone
 )
 
-func (a attr) isAddr() bool { return a <= aAddr }
+func (a attr) isAddr() bool { return a <= aAddr || a == aNATSrcAddr || a == aNATDstAddr }
 func (a attr) either() bool { return a == aAddr || a == aPort }
+func (a attr) isNAT() bool  { return a >= aNATSrcAddr && a <= aNATDstPort }
 
-var attrShow = [...]string{"sip", "dip", "host", "sport", "dport", "port", "proto", "iface", "vlan", "drop_reason", "sampling"}
+var attrShow = [...]string{"sip", "dip", "host", "sport", "dport", "port", "proto", "iface", "vlan", "drop_reason", "sampling",
+	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone"}
 
 type cmpOp uint8
 
@@ -90,7 +101,12 @@ type leaf struct {
 	addr [16]byte // addresses: IPv4-mapped for IPv4
 	bits uint8    // prefix length in the 128-bit space
 	v4   bool
-	str  string // iface; drop_reason (upper case)
+	str  string // iface; drop_reason (upper case); rule
+	// For the NAT attributes: none compares with "not translated" (the
+	// value ""), and absent is whether a row not translated matches a
+	// comparison with a value: false as written, true once negated, so
+	// that "not X" is X's exact negation.
+	none, absent bool
 }
 
 // normalize pushes negations down to the leaves (De Morgan), so that each
@@ -116,6 +132,7 @@ func normalize(n node, neg bool) node {
 		if neg {
 			c.op = negate[c.op]
 			c.all = c.attr.either() && !c.all
+			c.absent = c.attr.isNAT() && !c.absent
 		}
 		return &c
 	}
@@ -137,7 +154,7 @@ func group(n node, inAnd bool) string {
 func (l *leaf) String() string {
 	op, prefix := l.op, ""
 	natural := l.attr.either() && op == opNe // the quantifier "port != x" reads as
-	if l.attr.either() && l.all != natural {
+	if l.attr.either() && l.all != natural || l.absent && !l.none {
 		op, prefix = negate[op], "not "
 	}
 	return prefix + attrShow[l.attr] + " " + opShow[op] + " " + l.value()
@@ -145,6 +162,12 @@ func (l *leaf) String() string {
 
 func (l *leaf) value() string {
 	switch {
+	case l.none:
+		return `""`
+	case l.attr == aVerdict:
+		return quote(flow.Verdict(l.num).String())
+	case l.attr == aRule:
+		return quote(l.str)
 	case l.attr.isAddr():
 		a := netip.AddrFrom16(l.addr)
 		bits := int(l.bits)
@@ -189,6 +212,22 @@ func (l *leaf) needs() store.Column {
 		return store.ColDropReason
 	case aSampling:
 		return store.ColSampling
+	case aNATSrcAddr:
+		return store.ColNATSrcAddr
+	case aNATDstAddr:
+		return store.ColNATDstAddr
+	case aNATSrcPort:
+		return store.ColNATSrcPort | store.ColNATVersion
+	case aNATDstPort:
+		return store.ColNATDstPort | store.ColNATVersion
+	case aVerdict:
+		return store.ColVerdict
+	case aRule:
+		return store.ColRule
+	case aMark:
+		return store.ColMark
+	case aZone:
+		return store.ColZone
 	}
 	return 0 // iface is the block's
 }
@@ -220,16 +259,26 @@ func (l *leaf) mayMatch(b *store.BlockInfo) bool {
 	case aSampling:
 		return l.rangeMay(b, store.ColSampling)
 	case aDropReason:
-		return l.reasonMay(b)
+		return l.strMay(b, store.ColDropReason)
+	case aRule:
+		return l.strMay(b, store.ColRule)
+	case aVerdict:
+		return l.rangeMay(b, store.ColVerdict)
+	case aMark:
+		return l.rangeMay(b, store.ColMark)
+	case aZone:
+		return l.rangeMay(b, store.ColZone)
+	case aNATSrcAddr, aNATDstAddr, aNATSrcPort, aNATDstPort:
+		return l.natMay(b)
 	}
 	return true
 }
 
-// reasonMay judges a drop_reason leaf by the block's range of reason
-// lengths: no reason of the value's length means no equal one, and a
-// block whose reasons are all empty has none unequal to "".
-func (l *leaf) reasonMay(b *store.BlockInfo) bool {
-	lo, hi, ok := b.Range(store.ColDropReason)
+// strMay judges a drop_reason or rule leaf by the block's range of string
+// lengths: no string of the value's length means no equal one, and a
+// block whose strings are all empty has none unequal to "".
+func (l *leaf) strMay(b *store.BlockInfo, col store.Column) bool {
+	lo, hi, ok := b.Range(col)
 	if !ok {
 		return true
 	}

@@ -22,12 +22,17 @@
 // address), sport, dport, port (either port), proto, iface, vlan,
 // drop_reason (the kernel's name for the latest drop: NO_SOCKET,
 // NETFILTER_DROP, ...; "" when none; compared ignoring ASCII case),
-// sampling (N for 1-in-N sampled counts, 0 or 1 when unsampled). Address
+// sampling (N for 1-in-N sampled counts, 0 or 1 when unsampled),
+// nat_src_ip, nat_dst_ip, nat_src_port, nat_dst_port (the key after NAT,
+// conntrack source; a record not translated has no value: it matches
+// `nat_dst_ip = ""` and the negation of any other comparison, never the
+// comparison itself), verdict (deny, or "" / none), rule (the NFLOG
+// prefix, exact), ct_mark and ct_zone (conntrack; 0 when none). Address
 // values are an address or a CIDR prefix (10.0.0.0/8, 2001:db8::/32); an
 // IPv4 value never matches an IPv6 row. Ports take numbers or service names
 // (https), proto numbers or names (tcp, udp, icmp, icmpv6, gre, ...), and a
-// protocol name alone means proto = name. Addresses, iface and drop_reason
-// compare only with = and !=. For the either-side attributes, != means neither side
+// protocol name alone means proto = name. Addresses, iface, drop_reason,
+// verdict and rule compare only with = and !=. For the either-side attributes, != means neither side
 // ("port != 22"), every other operator means either side, so "not X" is
 // always the exact negation of X. Words may be quoted with ' or " (a
 // backslash escapes the next byte). A mistake is a *SyntaxError with the

@@ -97,6 +97,19 @@ func (l *leaf) eval(c *store.Columns, sel []bool, e *evaluator) {
 		for i, r := range c.DropReason[:len(sel)] {
 			sel[i] = equalFoldASCII(r, l.str) == want
 		}
+	case aRule:
+		want := l.op == opEq
+		for i, r := range c.Rule[:len(sel)] {
+			sel[i] = (r == l.str) == want
+		}
+	case aVerdict:
+		evalNum(l.op, l.num, c.Verdict, sel)
+	case aMark:
+		evalNum(l.op, l.num, c.Mark, sel)
+	case aZone:
+		evalNum(l.op, l.num, c.Zone, sel)
+	case aNATSrcAddr, aNATDstAddr, aNATSrcPort, aNATDstPort:
+		l.evalNAT(c, sel)
 	}
 }
 

@@ -69,8 +69,36 @@ func cell(k *Key, a Attr) string {
 		return k.DropReason
 	case AttrSampling:
 		return strconv.FormatUint(uint64(k.Sampling), 10)
+	case AttrVerdict:
+		return k.Verdict.String()
+	case AttrRule:
+		return k.Rule
+	case AttrMark:
+		return strconv.FormatUint(uint64(k.Mark), 10)
+	case AttrZone:
+		return strconv.FormatUint(uint64(k.Zone), 10)
+	}
+	if !k.NATed { // a NAT attribute of records not translated: none
+		return ""
+	}
+	switch a {
+	case AttrNATSrcIP:
+		return k.NATSrcIP.String()
+	case AttrNATDstIP:
+		return k.NATDstIP.String()
+	case AttrNATSrcPort:
+		return strconv.Itoa(int(k.NATSrcPort))
+	case AttrNATDstPort:
+		return strconv.Itoa(int(k.NATDstPort))
 	}
 	return ""
+}
+
+// noneInTable says whether attribute a shows "-" in the table for no
+// value (a drop reason, verdict or rule that is "", a NAT attribute of
+// records not translated); CSV leaves the cell empty, JSON has "" or null.
+func noneInTable(a Attr) bool {
+	return a == AttrDropReason || a == AttrVerdict || a == AttrRule || a.isNAT()
 }
 
 // showDrops says whether the table and CSV have the drop columns: when
@@ -99,7 +127,7 @@ func (res *Result) writeTable(w io.Writer) error {
 		var line []string
 		for _, a := range res.Query.Group {
 			c := cell(&r.Key, a)
-			if a == AttrDropReason && c == "" {
+			if c == "" && noneInTable(a) {
 				c = "-"
 			}
 			line = append(line, c)
@@ -151,6 +179,15 @@ type jsonRow struct {
 	Proto   *uint8     `json:"proto,omitempty"`
 	Reason  *string    `json:"drop_reason,omitempty"`
 	Samp    *uint32    `json:"sampling,omitempty"`
+	// The NAT attributes: null for records not translated.
+	NATSrcIP   json.RawMessage `json:"nat_src_ip,omitempty"`
+	NATDstIP   json.RawMessage `json:"nat_dst_ip,omitempty"`
+	NATSrcPort json.RawMessage `json:"nat_src_port,omitempty"`
+	NATDstPort json.RawMessage `json:"nat_dst_port,omitempty"`
+	Verdict    *string         `json:"verdict,omitempty"` // "" for none
+	Rule       *string         `json:"rule,omitempty"`
+	Mark       *uint32         `json:"ct_mark,omitempty"`
+	Zone       *uint16         `json:"ct_zone,omitempty"`
 	jsonCounters
 }
 
@@ -197,10 +234,40 @@ func (res *Result) jsonRows() []jsonRow {
 				j.Reason = &r.DropReason
 			case AttrSampling:
 				j.Samp = &r.Sampling
+			case AttrNATSrcIP:
+				j.NATSrcIP = natJSON(&r.Key, a)
+			case AttrNATDstIP:
+				j.NATDstIP = natJSON(&r.Key, a)
+			case AttrNATSrcPort:
+				j.NATSrcPort = natJSON(&r.Key, a)
+			case AttrNATDstPort:
+				j.NATDstPort = natJSON(&r.Key, a)
+			case AttrVerdict:
+				v := r.Verdict.String()
+				j.Verdict = &v
+			case AttrRule:
+				j.Rule = &r.Rule
+			case AttrMark:
+				j.Mark = &r.Mark
+			case AttrZone:
+				j.Zone = &r.Zone
 			}
 		}
 	}
 	return out
+}
+
+// natJSON is NAT attribute a of k in JSON: a string address or a port
+// number, null for records not translated.
+func natJSON(k *Key, a Attr) json.RawMessage {
+	c := cell(k, a)
+	switch {
+	case !k.NATed:
+		return json.RawMessage("null")
+	case a == AttrNATSrcIP || a == AttrNATDstIP:
+		return json.RawMessage(strconv.Quote(c))
+	}
+	return json.RawMessage(c)
 }
 
 func (res *Result) writeJSON(w io.Writer) error {

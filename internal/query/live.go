@@ -85,6 +85,14 @@ type jsonRecord struct {
 	DropBytes   uint64     `json:"drop_bytes"`
 	DropReason  string     `json:"drop_reason"`
 	Sampling    uint32     `json:"sampling"`
+	NATSrcIP    netip.Addr `json:"nat_src_ip"` // absent when not translated
+	NATDstIP    netip.Addr `json:"nat_dst_ip"`
+	NATSrcPort  uint16     `json:"nat_src_port"`
+	NATDstPort  uint16     `json:"nat_dst_port"`
+	Verdict     string     `json:"verdict"`
+	Rule        string     `json:"rule"`
+	Mark        uint32     `json:"ct_mark"`
+	Zone        uint16     `json:"ct_zone"`
 }
 
 // ReadRecords parses JSON-lines flow records (docs/record.md), at most
@@ -119,6 +127,19 @@ func ReadRecords(r io.Reader, limit int) ([]flow.Record, error) {
 		rec.TCPFlags, rec.RevTCPFlags, rec.VLAN = j.TCPFlags, j.RevTCPFlags, j.VLAN
 		rec.Start, rec.End, rec.Iface = j.Start.UnixNano(), j.End.UnixNano(), j.Iface
 		rec.DropPackets, rec.DropBytes, rec.DropReason, rec.Sampling = j.DropPackets, j.DropBytes, j.DropReason, j.Sampling
+		if j.NATSrcIP.IsValid() || j.NATDstIP.IsValid() {
+			if !j.NATSrcIP.IsValid() || !j.NATDstIP.IsValid() || j.NATSrcIP.Is4() != j.SrcIP.Is4() || j.NATDstIP.Is4() != j.SrcIP.Is4() {
+				return nil, fmt.Errorf("live: line %d: nat_src_ip and nat_dst_ip must be addresses of the record's family", line)
+			}
+			rec.PostNAT = rec.Key
+			rec.PostNAT.SrcAddr, rec.PostNAT.DstAddr = j.NATSrcIP.As16(), j.NATDstIP.As16()
+			rec.PostNAT.SrcPort, rec.PostNAT.DstPort = j.NATSrcPort, j.NATDstPort
+		}
+		v, err := flow.ParseVerdict(j.Verdict)
+		if err != nil {
+			return nil, fmt.Errorf("live: line %d: %w", line, err)
+		}
+		rec.Verdict, rec.Rule, rec.Mark, rec.Zone = v, j.Rule, j.Mark, j.Zone
 		out = append(out, rec)
 	}
 	if err := sc.Err(); err != nil {
@@ -158,6 +179,11 @@ func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
 		c.Start, c.End = append(c.Start, r.Start), append(c.End, r.End)
 		c.DropPackets, c.DropBytes = append(c.DropPackets, r.DropPackets), append(c.DropBytes, r.DropBytes)
 		c.DropReason, c.Sampling = append(c.DropReason, r.DropReason), append(c.Sampling, r.Sampling)
+		n := &r.PostNAT
+		c.NATSrcAddr, c.NATDstAddr, c.NATVersion = append(c.NATSrcAddr, n.SrcAddr), append(c.NATDstAddr, n.DstAddr), append(c.NATVersion, n.IPVersion)
+		c.NATSrcPort, c.NATDstPort = append(c.NATSrcPort, n.SrcPort), append(c.NATDstPort, n.DstPort)
+		c.Verdict, c.Rule = append(c.Verdict, uint8(r.Verdict)), append(c.Rule, r.Rule)
+		c.Mark, c.Zone = append(c.Mark, r.Mark), append(c.Zone, r.Zone)
 	}
 	out := make([]store.Columns, 0, len(names))
 	for _, n := range names {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/iana"
 )
 
@@ -153,6 +154,14 @@ var attrNames = map[string]attr{
 	"vlan":        aVLAN,
 	"drop_reason": aDropReason,
 	"sampling":    aSampling,
+	"nat_src_ip":  aNATSrcAddr, "nat_sip": aNATSrcAddr,
+	"nat_dst_ip": aNATDstAddr, "nat_dip": aNATDstAddr,
+	"nat_src_port": aNATSrcPort, "nat_sport": aNATSrcPort,
+	"nat_dst_port": aNATDstPort, "nat_dport": aNATDstPort,
+	"verdict": aVerdict,
+	"rule":    aRule,
+	"ct_mark": aMark, "mark": aMark,
+	"ct_zone": aZone, "zone": aZone,
 }
 
 // primitive := ATTR [OP] VALUE | PROTONAME
@@ -168,7 +177,8 @@ func (p *parser) primitive() (node, error) {
 		if s := suggestAttr(name); s != "" {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		} else {
-			msg += "; want sip, dip, host, net, snet, dnet, sport, dport, port, proto, iface, vlan, drop_reason, sampling or a protocol name"
+			msg += "; want sip, dip, host, net, snet, dnet, sport, dport, port, proto, iface, vlan, drop_reason, sampling, " +
+				"nat_src_ip, nat_dst_ip, nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone or a protocol name"
 		}
 		return nil, p.errAt(t, msg)
 	}
@@ -176,7 +186,7 @@ func (p *parser) primitive() (node, error) {
 	if o := p.peek(); o.kind == tOp {
 		p.next()
 		l.op = ops[o.text]
-		if (a.isAddr() || a == aIface || a == aDropReason) && l.op != opEq && l.op != opNe {
+		if (a.isAddr() || a == aIface || a == aDropReason || a == aVerdict || a == aRule) && l.op != opEq && l.op != opNe {
 			return nil, p.errAt(o, fmt.Sprintf("%s compares only with = or !=", name))
 		}
 	}
@@ -195,9 +205,33 @@ var ops = map[string]cmpOp{"=": opEq, "==": opEq, "!=": opNe, "<": opLt, "<=": o
 
 // setValue parses w as the leaf's value; it returns what is wrong, or "".
 func (l *leaf) setValue(w string) string {
+	if l.attr.isNAT() && w == "" { // "not translated"
+		if l.op != opEq && l.op != opNe {
+			return fmt.Sprintf(`%s = "" (not translated) compares only with = or !=`, attrShow[l.attr])
+		}
+		l.none = true
+		return ""
+	}
 	switch l.attr {
-	case aSrcAddr, aDstAddr, aAddr:
+	case aSrcAddr, aDstAddr, aAddr, aNATSrcAddr, aNATDstAddr:
 		return l.setPrefix(w)
+	case aVerdict:
+		v, err := flow.ParseVerdict(strings.ToLower(w))
+		if strings.EqualFold(w, "none") {
+			v, err = flow.VerdictNone, nil
+		}
+		if err != nil {
+			return `expected a verdict: deny, or "" or none for records without one`
+		}
+		l.num = uint64(v)
+	case aRule:
+		l.str = w
+	case aMark:
+		return l.setNum(w, math.MaxUint32, "a conntrack mark (0-4294967295)")
+	case aZone:
+		return l.setNum(w, math.MaxUint16, "a conntrack zone (0-65535)")
+	case aNATSrcPort, aNATDstPort:
+		return l.setNum(w, 65535, `a port number (0-65535), or "" for records not translated`)
 	case aSrcPort, aDstPort, aPort:
 		if s, ok := iana.LookupService(strings.ToLower(w)); ok {
 			l.num = uint64(s.Port)

@@ -101,6 +101,16 @@ type Key struct {
 	Proto            uint8
 	DropReason       string // "" for records without a drop reason
 	Sampling         uint32 // 0 or 1: unsampled
+	// NATed says whether the group's records were translated (grouping
+	// by a NAT attribute); NATSrcIP and NATDstIP are then valid (when
+	// grouped by), else the zero Addr, and the NAT ports 0.
+	NATed                  bool
+	NATSrcIP, NATDstIP     netip.Addr
+	NATSrcPort, NATDstPort uint16
+	Verdict                flow.Verdict
+	Rule                   string // "" for records without a rule
+	Mark                   uint32 // conntrack mark
+	Zone                   uint16 // conntrack zone
 }
 
 // Row is one group of the result.
@@ -258,7 +268,7 @@ type scanner struct {
 	q                 *Query
 	from, to, res     int64
 	group             [numAttrs]bool
-	labels            bool // grouping by drop_reason or sampling: a label per row
+	labels            bool // grouping by drop_reason, sampling or a later attribute: a label per row
 	cols              store.Columns
 	sel               []bool
 	ev                evaluator
@@ -304,9 +314,27 @@ func newScanner(q *Query, from, to int64) *scanner {
 			need |= store.ColDropReason
 		case AttrSampling:
 			need |= store.ColSampling
+		case AttrNATSrcIP:
+			need |= store.ColNATSrcAddr
+		case AttrNATDstIP:
+			need |= store.ColNATDstAddr
+		case AttrNATSrcPort:
+			need |= store.ColNATSrcPort | store.ColNATVersion
+		case AttrNATDstPort:
+			need |= store.ColNATDstPort | store.ColNATVersion
+		case AttrVerdict:
+			need |= store.ColVerdict
+		case AttrRule:
+			need |= store.ColRule
+		case AttrMark:
+			need |= store.ColMark
+		case AttrZone:
+			need |= store.ColZone
 		}
 	}
-	sc.labels = sc.group[AttrDropReason] || sc.group[AttrSampling]
+	for a := AttrDropReason; a < numAttrs; a++ {
+		sc.labels = sc.labels || sc.group[a]
+	}
 	sc.need, sc.needPartial = need, need|store.ColStart
 	return sc
 }
@@ -392,14 +420,7 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		k.addrs = uint64(src)<<32 | uint64(dst)
 		k.rest &= 0xffffff
 		if sc.labels {
-			l := base
-			if g[AttrDropReason] {
-				l.reason = c.DropReason[i]
-			}
-			if g[AttrSampling] {
-				l.sampling = c.Sampling[i]
-			}
-			k.rest = uint64(sc.g.label(l))
+			k.rest = uint64(sc.g.label(sc.rowLabel(base, c, i)))
 		}
 		if g[AttrSrcPort] {
 			k.rest |= uint64(c.SrcPort[i]) << 48
@@ -498,46 +519,4 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// compare orders keys deterministically, for ties.
-func (k *Key) compare(o *Key) int {
-	if c := k.Time.Compare(o.Time); c != 0 {
-		return c
-	}
-	if k.Iface != o.Iface {
-		return cmpStr(k.Iface, o.Iface)
-	}
-	if c := k.SrcIP.Compare(o.SrcIP); c != 0 {
-		return c
-	}
-	if c := k.DstIP.Compare(o.DstIP); c != 0 {
-		return c
-	}
-	if k.SrcPort != o.SrcPort {
-		return int(k.SrcPort) - int(o.SrcPort)
-	}
-	if k.DstPort != o.DstPort {
-		return int(k.DstPort) - int(o.DstPort)
-	}
-	if k.Proto != o.Proto {
-		return int(k.Proto) - int(o.Proto)
-	}
-	if k.DropReason != o.DropReason {
-		return cmpStr(k.DropReason, o.DropReason)
-	}
-	if k.Sampling != o.Sampling {
-		if k.Sampling < o.Sampling {
-			return -1
-		}
-		return 1
-	}
-	return 0
-}
-
-func cmpStr(a, b string) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }

@@ -23,10 +23,23 @@ const (
 	AttrProto
 	AttrDropReason
 	AttrSampling
+	AttrNATSrcIP   // source address after NAT (conntrack); none when not translated
+	AttrNATDstIP   // destination address after NAT: the backend behind a VIP
+	AttrNATSrcPort // source port after NAT
+	AttrNATDstPort // destination port after NAT
+	AttrVerdict    // firewall verdict: deny, or none
+	AttrRule       // the rule behind the verdict (NFLOG prefix)
+	AttrMark       // conntrack mark
+	AttrZone       // conntrack zone
 	numAttrs
 )
 
-var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto", "drop_reason", "sampling"}
+var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto", "drop_reason", "sampling",
+	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone"}
+
+// isNAT reports whether a is one of the post-NAT attributes, which a
+// record not translated does not have.
+func (a Attr) isNAT() bool { return a >= AttrNATSrcIP && a <= AttrNATDstPort }
 
 // String is the attribute's name as ParseGroupBy accepts it.
 func (a Attr) String() string {
@@ -66,7 +79,8 @@ func ParseGroupBy(s string) ([]Attr, error) {
 			}
 		}
 		if i < 0 {
-			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto, drop_reason, sampling or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
+			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, " +
+				"nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
 			if name == "" {
 				msg = "empty attribute"
 			}
@@ -79,7 +93,9 @@ func ParseGroupBy(s string) ([]Attr, error) {
 }
 
 var condToAttr = map[attr]Attr{aSrcAddr: AttrSrcIP, aDstAddr: AttrDstIP, aSrcPort: AttrSrcPort,
-	aDstPort: AttrDstPort, aProto: AttrProto, aIface: AttrIface, aDropReason: AttrDropReason, aSampling: AttrSampling}
+	aDstPort: AttrDstPort, aProto: AttrProto, aIface: AttrIface, aDropReason: AttrDropReason, aSampling: AttrSampling,
+	aNATSrcAddr: AttrNATSrcIP, aNATDstAddr: AttrNATDstIP, aNATSrcPort: AttrNATSrcPort, aNATDstPort: AttrNATDstPort,
+	aVerdict: AttrVerdict, aRule: AttrRule, aMark: AttrMark, aZone: AttrZone}
 
 // Metric is what results are ranked by.
 type Metric uint8

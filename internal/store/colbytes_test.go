@@ -10,7 +10,8 @@ import (
 // colNames are the stored columns' names, in id order.
 var colNames = [numCols]string{"SrcAddr", "DstAddr", "IPVersion", "SrcPort", "DstPort", "Proto", "ICMPType",
 	"ICMPCode", "Packets", "Bytes", "RevPackets", "RevBytes", "TCPFlags", "RevTCPFlags", "EndReason", "VLAN",
-	"Start", "End", "DropPackets", "DropBytes", "DropReason", "Sampling"}
+	"Start", "End", "DropPackets", "DropBytes", "DropReason", "Sampling", "NATSrcAddr", "NATDstAddr", "NATVersion",
+	"NATSrcPort", "NATDstPort", "Verdict", "Rule", "Mark", "Zone"}
 
 // TestColumnBytes writes the realistic generator's 12 windows through a
 // Store at the default settings and reports, from the blocks' column
@@ -43,6 +44,10 @@ func TestColumnBytes(t *testing.T) {
 			raw[id] += int(c.rlen)
 			if encs[id] == nil {
 				encs[id] = map[string]int{}
+			}
+			if h.omit&(1<<id) != 0 {
+				encs[id]["omitted"]++
+				continue
 			}
 			encs[id][encName(c.enc, c.comp, c.flags)]++
 			sum += int(c.slen)

@@ -10,17 +10,66 @@ import (
 	"github.com/weir-dev/weir/internal/flow"
 )
 
-// Golden blocks written by the version 2 encoder (before the drop and
-// sampling columns): testdata/block-v2.bin is compatRecs(600, 1), with
-// compression 2; testdata/block-v1.bin is compatRecs(6, 2), every column
-// raw and the version byte 1 (as version 1 wrote them).
+// Golden blocks written by earlier encoders: testdata/block-v1.bin is
+// compatRecs(6, 2), every column raw and the version byte 1 (as version 1
+// wrote them); testdata/block-v2.bin is compatRecs(600, 1), with
+// compression 2 (both before the drop and sampling columns);
+// testdata/block-v3.bin is goldenV3Recs (drops and sampling, before the
+// NAT, verdict and conntrack columns); testdata/block-v4.bin is
+// goldenV4Recs, written by TestWriteGoldenV4 (every column in use).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
 	n          int
-	seed       uint64
+	ncols      int
+	recs       func() []flow.Record
 	compressed bool
-}{{"block-v1.bin", 1, 6, 2, false}, {"block-v2.bin", 2, 600, 1, true}}
+}{
+	{"block-v1.bin", 1, 6, numColsV2, func() []flow.Record { return compatRecs(6, 2) }, false},
+	{"block-v2.bin", 2, 600, numColsV2, func() []flow.Record { return compatRecs(600, 1) }, true},
+	{"block-v3.bin", 3, 400, numColsV3, goldenV3Recs, true},
+	{"block-v4.bin", 4, 300, numCols, goldenV4Recs, true},
+}
+
+// goldenV3Recs are the records of block-v3.bin: every 5th with drops,
+// every 3rd sampled 1 in 100.
+func goldenV3Recs() []flow.Record {
+	recs := withDrops(compatRecs(400, 3), 5, 0)
+	for i := range recs {
+		if i%3 == 0 {
+			recs[i].Sampling = 100
+		}
+	}
+	return recs
+}
+
+// goldenV4Recs are the records of block-v4.bin: drops and sampling as in
+// version 3, and translated rows (IPv4 and IPv6), deny flows with rules,
+// conntrack marks and zones.
+func goldenV4Recs() []flow.Record {
+	recs := withNAT(withDrops(compatRecs(300, 4), 7, 0), 3)
+	for i := range recs {
+		if i%11 == 0 {
+			recs[i].Sampling = 10
+		}
+	}
+	return recs
+}
+
+// TestWriteGoldenV4 writes testdata/block-v4.bin when WEIR_STORE_GOLDEN is
+// set (once, when version 4 was current; never overwrite it after).
+func TestWriteGoldenV4(t *testing.T) {
+	if os.Getenv("WEIR_STORE_GOLDEN") == "" {
+		t.Skip("set WEIR_STORE_GOLDEN=1 to write testdata/block-v4.bin")
+	}
+	b, _ := newTestEncoder(t).encode(nil, goldenV4Recs())
+	if b[12] != 4 {
+		t.Fatalf("version %d", b[12])
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "block-v4.bin"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func readGolden(t testing.TB, name string) []byte {
 	t.Helper()
@@ -31,11 +80,12 @@ func readGolden(t testing.TB, name string) []byte {
 	return b
 }
 
-// TestOldBlocks: version 1 and 2 blocks decode to exactly the records
-// they were written from, with the drop and sampling columns 0 and "";
-// in a store they read next to version 3 blocks of the same partition,
-// their summaries say 0 for the new columns, and a reader asking only
-// for those columns gets zeros without reading the block's columns.
+// TestOldBlocks: golden blocks of every version decode to exactly the
+// records they were written from, with the columns their version lacks 0
+// and ""; in a store they read next to current blocks of the same
+// partition, the old blocks' summaries say 0 for the columns they lack,
+// and a reader asking only for those columns gets zeros without reading
+// the block's columns.
 func TestOldBlocks(t *testing.T) {
 	dir := t.TempDir()
 	part := filepath.Join(dir, escapeIface("x"), "2025-03-01")
@@ -48,7 +98,7 @@ func TestOldBlocks(t *testing.T) {
 	for _, g := range goldenBlocks {
 		b := readGolden(t, g.file)
 		h, err := parseHeader(b, true)
-		if err != nil || b[12] != g.version || h.ncols != numColsV2 || h.rows != g.n {
+		if err != nil || b[12] != g.version || h.ncols != g.ncols || h.rows != g.n {
 			t.Fatalf("%s: %v, version %d, %d columns, %d rows", g.file, err, b[12], h.ncols, h.rows)
 		}
 		seg := false
@@ -62,7 +112,7 @@ func TestOldBlocks(t *testing.T) {
 		if err := decodeBlock(b, true, &c); err != nil || c.N != g.n {
 			t.Fatalf("%s: %v, %d rows", g.file, err, c.N)
 		}
-		recs := compatRecs(g.n, g.seed)
+		recs := g.recs()
 		for i := range recs {
 			if got := rowOf(&c, i); got != recs[i] {
 				t.Fatalf("%s row %d:\n got %+v\nwant %+v", g.file, i, got, recs[i])
@@ -83,9 +133,9 @@ func TestOldBlocks(t *testing.T) {
 	if _, err := writeIndex(part, x, false); err != nil {
 		t.Fatal(err)
 	}
-	// A writer appends a version 3 block with drops to the same partition.
+	// A writer appends a current block with drops and NAT to the same partition.
 	s := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
-	more := withDrops(mkRecs(50, 1<<40, "x", t0+int64(time.Hour)), 2, 8)
+	more := withNAT(withDrops(mkRecs(50, 1<<40, "x", t0+int64(time.Hour)), 2, 8), 4)
 	if err := s.Write(more); err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +152,33 @@ func TestOldBlocks(t *testing.T) {
 	}
 	sameRows(t, rows, append(want, more...))
 	bl, _ := r.Blocks(0, 0, nil)
-	if len(bl) != 3 {
+	if len(bl) != len(goldenBlocks)+1 {
 		t.Fatalf("%d blocks", len(bl))
 	}
 	var c Columns
+	v4cols := ColNATSrcAddr | ColNATDstAddr | ColNATSrcPort | ColNATDstPort | ColVerdict | ColRule | ColMark | ColZone
+	for i, b := range bl[:3] {
+		for _, col := range []Column{ColNATVersion, ColNATSrcPort, ColNATDstPort, ColVerdict, ColRule, ColMark, ColZone} {
+			if lo, hi, ok := b.Range(col); !ok || lo != 0 || hi != 0 {
+				t.Errorf("block of version %d: Range(%#x) = %d..%d %v", i+1, col, lo, hi, ok)
+			}
+		}
+		if lo, hi := b.h.span(v4cols); lo != 0 || hi != 0 {
+			t.Errorf("block of version %d: reading only absent columns spans %d..%d", i+1, lo, hi)
+		}
+		if err := r.ReadBlock(&bl[i], v4cols, &c); err != nil {
+			t.Fatal(err)
+		}
+		for j := range c.N {
+			if c.NATSrcAddr[j] != ([16]byte{}) || c.NATDstAddr[j] != ([16]byte{}) || c.NATVersion[j] != 0 || c.NATSrcPort[j] != 0 ||
+				c.NATDstPort[j] != 0 || c.Verdict[j] != 0 || c.Rule[j] != "" || c.Mark[j] != 0 || c.Zone[j] != 0 {
+				t.Fatalf("block of version %d row %d: NAT, verdict or conntrack columns not zero", i+1, j)
+			}
+		}
+		if len(c.NATSrcAddr) != c.N || len(c.Rule) != c.N || len(c.Zone) != c.N || c.N != b.Rows {
+			t.Fatalf("block of version %d: %d rows, columns %d %d %d", i+1, c.N, len(c.NATSrcAddr), len(c.Rule), len(c.Zone))
+		}
+	}
 	for i, b := range bl[:2] {
 		for _, col := range []Column{ColDropPackets, ColDropBytes, ColDropReason, ColSampling} {
 			if lo, hi, ok := b.Range(col); !ok || lo != 0 || hi != 0 {
@@ -130,13 +203,18 @@ func TestOldBlocks(t *testing.T) {
 			}
 		}
 	}
-	// A damaged old block is still corrupt, skipped and counted.
-	data[len(data)-1] ^= 1
-	os.WriteFile(filepath.Join(part, dataName), append(data, readAllData(t, part)[len(data):]...), 0o644)
-	r, _ = OpenReadOnly(dir)
-	bl, _ = r.Blocks(0, 0, nil)
-	if err := r.ReadBlock(&bl[1], ColAll, &c); !errors.Is(err, ErrCorrupt) || r.Stats().CorruptBlocks != 1 {
-		t.Errorf("damaged version 2 block: %v, %d corrupt", err, r.Stats().CorruptBlocks)
+	// A damaged old block is still corrupt, skipped and counted (its last
+	// byte is in a column).
+	for i := 1; i < len(goldenBlocks); i++ {
+		e := x.entries[i]
+		data[e.off+int64(e.blockLen)-1] ^= 1
+		os.WriteFile(filepath.Join(part, dataName), append(data, readAllData(t, part)[len(data):]...), 0o644)
+		r, _ = OpenReadOnly(dir)
+		bl, _ = r.Blocks(0, 0, nil)
+		if err := r.ReadBlock(&bl[i], ColAll, &c); !errors.Is(err, ErrCorrupt) || r.Stats().CorruptBlocks != 1 {
+			t.Errorf("damaged version %d block: %v, %d corrupt", goldenBlocks[i].version, err, r.Stats().CorruptBlocks)
+		}
+		data[e.off+int64(e.blockLen)-1] ^= 1
 	}
 }
 

@@ -22,9 +22,10 @@
 // (1 ms by default, as IPFIX and nfdump keep them; 1 ns is exact) and writes
 // the block's rows sorted by Start, stably: readers get them in that order,
 // not in the order they were written. Counts are always exact, and so are
-// the drop counters, the sampling rate and drop reasons of up to 64 bytes
-// (a longer one is cut at a rune start to at most 64 bytes, with a
-// warning).
+// the drop counters, the sampling rate, the post-NAT key's addresses,
+// ports and version, the verdict, mark and zone, and drop reasons and
+// rules of up to 64 bytes (a longer one is cut at a rune start to at most
+// 64 bytes, with a warning).
 //
 // # FORMAT
 //
@@ -33,16 +34,18 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (3), u8 column count (22), u16 reserved (0)
+//	12  u8 version (4), u8 column count (31), u16 reserved (0)
 //	16  u32 rows
-//	20  u32 reserved (0)
+//	20  u32 omitted columns: bit i set = column i is all 0 ("" for
+//	      strings, :: for addresses) and has no directory entry and no
+//	      bytes; only columns 18 and up (0 before version 4)
 //	24  i64 min Start, i64 max End
-//	40  column directory, 36 bytes per column in column-id order:
+//	40  column directory, 36 bytes per column not omitted, in column-id order:
 //	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
 //	      stored as End-Start), u8 reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
 //	      u64 min, u64 max (numeric columns; int64 bits for Start/End; for
-//	      DropReason the shortest and longest string's length)
+//	      DropReason and Rule the shortest and longest string's length)
 //	    four bloom filters (src addr, dst addr, src port, dst port), each
 //	      u8 hash count, 3 reserved bytes, u32 words, words×u64
 //	    u32 CRC32C of the header bytes before it
@@ -54,15 +57,22 @@
 // 8 Packets, 9 Bytes, 10 RevPackets, 11 RevBytes, 12 TCPFlags,
 // 13 RevTCPFlags, 14 EndReason, 15 VLAN, 16 Start, 17 End (these 18 since
 // version 1), 18 DropPackets, 19 DropBytes, 20 DropReason, 21 Sampling
-// (since version 3). Addresses are adict or araw, DropReason is sdict, the
-// others integer encodings; a column without drops or sampling is const 0
-// (DropReason: sdict of the one entry "").
+// (since version 3), 22 NATSrcAddr, 23 NATDstAddr, 24 NATVersion,
+// 25 NATSrcPort, 26 NATDstPort, 27 Verdict, 28 Rule, 29 Mark, 30 Zone
+// (since version 4: flow.Record's PostNAT addresses, ports and IP
+// version, 0 for a row not translated, whose addresses are then :: and
+// ports 0; Verdict, Rule, Mark and Zone). Addresses are adict or araw,
+// DropReason and Rule sdict, the others integer encodings. Columns 18 and
+// up are nearly always all zero, and then omitted: they cost no byte.
 //
-// Version 2 blocks (column count 18) are read as they are, with
-// DropPackets, DropBytes and Sampling 0 and DropReason ""; so are version 1
-// blocks (the same, but without compression 2). A block of any other
-// version, or whose column count is not its version's, is corrupt
-// (skipped), never misread.
+// Version 3 blocks (column count 22, nothing omitted, an unused column
+// const 0 and an unused DropReason the sdict of the one entry "") are
+// read as they are, with the version 4 columns 0, "" and ::; version 2
+// blocks (column count 18) likewise, with DropPackets, DropBytes and
+// Sampling 0 and DropReason "" too; so are version 1 blocks (the same,
+// but without compression 2). A block of any other version, whose column
+// count is not its version's, or whose omitted bitmap names a column below
+// 18 or past the last, is corrupt (skipped), never misread.
 //
 // A column's raw stream (after decompression; compression is used only when
 // it saves at least 1/32 of the stream, so incompressible data is stored

@@ -35,21 +35,18 @@ func withDrops(recs []flow.Record, every int, sampling uint32) []flow.Record {
 
 // TestDropsRoundTrip: blocks with and without drops, sampling and drop
 // reasons decode to exactly the records written; columns without them are
-// const (the reason a 6-byte one-entry dictionary) and cost next to
-// nothing; the reason column's min and max are its string lengths.
+// left out (version 4: no directory entry, no bytes); the reason column's
+// min and max are its string lengths.
 func TestDropsRoundTrip(t *testing.T) {
 	e := newTestEncoder(t)
 	r := rand.New(rand.NewPCG(21, 22))
 	const n = 3000
 	t.Run("none", func(t *testing.T) {
 		h := roundTrip(t, e, baseRecs(n))
-		for _, id := range []int{cDropPackets, cDropBytes, cSampling} {
-			if c := h.cols[id]; c.enc != encConst || c.comp != compRaw || c.slen != 8 || c.min != 0 || c.max != 0 {
-				t.Errorf("col %d: %+v, want the raw constant 0", id, c)
+		for _, id := range []int{cDropPackets, cDropBytes, cDropReason, cSampling} {
+			if c := h.cols[id]; h.omit&(1<<id) == 0 || c != (colMeta{}) {
+				t.Errorf("col %d: %+v, want it left out", id, c)
 			}
-		}
-		if c := h.cols[cDropReason]; c.enc != encSDict || c.comp != compRaw || c.slen != 6 || c.min != 0 || c.max != 0 {
-			t.Errorf("reason: %+v, want a raw 6-byte sdict of lengths 0..0", c)
 		}
 	})
 	t.Run("sampled, sparse drops", func(t *testing.T) {
@@ -116,8 +113,8 @@ func TestDropsRoundTrip(t *testing.T) {
 	t.Run("zero and one row", func(t *testing.T) {
 		roundTrip(t, e, withDrops(baseRecs(1), 1, 7))
 		h := roundTrip(t, e, nil)
-		if c := h.cols[cDropReason]; c.rlen != 5 {
-			t.Errorf("no rows: reason stream of %d bytes, want 5", c.rlen)
+		if h.omit != 1<<numCols-1<<firstSparse {
+			t.Errorf("no rows: omitted %#x, want every sparse column", h.omit)
 		}
 	})
 }
@@ -220,8 +217,9 @@ func TestDropsStore(t *testing.T) {
 }
 
 // TestFormatV3: a small block laid out byte by byte as FORMAT in doc.go
-// says: header fields, the directory entries of the version 3 columns and
-// their streams (const, sdict).
+// says: header fields (version 4: the omitted bitmap names the NAT,
+// verdict and conntrack columns, unused here), the directory entries of
+// the version 3 columns and their streams (const, sdict).
 func TestFormatV3(t *testing.T) {
 	e := newTestEncoder(t)
 	recs := baseRecs(3)
@@ -233,8 +231,8 @@ func TestFormatV3(t *testing.T) {
 	}
 	b, _ := e.encode(nil, recs)
 	le := binary.LittleEndian
-	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 3 || b[13] != 22 || le.Uint16(b[14:]) != 0 ||
-		le.Uint32(b[16:]) != 3 || le.Uint32(b[20:]) != 0 {
+	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 4 || b[13] != 31 || le.Uint16(b[14:]) != 0 ||
+		le.Uint32(b[16:]) != 3 || le.Uint32(b[20:]) != 1<<31-1<<22 {
 		t.Fatalf("fixed header % x", b[:24])
 	}
 	hl := int(le.Uint32(b[8:]))

@@ -27,7 +27,17 @@ func FuzzReadBlock(f *testing.F) {
 	}
 	b, _ = e.encode(nil, many)
 	f.Add(b)
-	for _, gb := range goldenBlocks { // versions 1 and 2
+	// NAT, verdict, rule, mark and zone columns; and a block storing only
+	// some sparse columns (the omitted bitmap and a short directory).
+	b, _ = e.encode(nil, withNAT(g.window(nil, 300, t0, "x"), 3))
+	f.Add(b)
+	few := baseRecs(20)
+	for i := range few {
+		few[i].Zone, few[i].Rule = uint16(i), "r"
+	}
+	b, _ = e.encode(nil, few)
+	f.Add(b)
+	for _, gb := range goldenBlocks { // versions 1 to 4
 		f.Add(readGolden(f, gb.file))
 	}
 	f.Add([]byte("WBK1"))
@@ -35,7 +45,8 @@ func FuzzReadBlock(f *testing.F) {
 		var c Columns
 		if err := decodeBlock(data, true, &c); err == nil {
 			h, _ := parseHeader(data, true)
-			if c.N != h.rows || len(c.SrcAddr) != h.rows || len(c.End) != h.rows || len(c.DropReason) != h.rows || len(c.Sampling) != h.rows {
+			if c.N != h.rows || len(c.SrcAddr) != h.rows || len(c.End) != h.rows || len(c.DropReason) != h.rows || len(c.Sampling) != h.rows ||
+				len(c.NATSrcAddr) != h.rows || len(c.NATDstPort) != h.rows || len(c.Rule) != h.rows || len(c.Zone) != h.rows {
 				t.Fatalf("decoded %d rows, header says %d", c.N, h.rows)
 			}
 		}

@@ -106,6 +106,31 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 		b = append(b, `,"sampling":`...)
 		b = strconv.AppendUint(b, uint64(r.Sampling), 10)
 	}
+	if r.NATed() {
+		n := &r.PostNAT
+		b = append(b, `,"nat_src_ip":"`...)
+		b = appendAddr(b, n.SrcAddr, n.IPVersion)
+		b = append(b, `","nat_dst_ip":"`...)
+		b = appendAddr(b, n.DstAddr, n.IPVersion)
+		b = append(b, `","nat_src_port":`...)
+		b = strconv.AppendUint(b, uint64(n.SrcPort), 10)
+		b = append(b, `,"nat_dst_port":`...)
+		b = strconv.AppendUint(b, uint64(n.DstPort), 10)
+	}
+	if r.Verdict != flow.VerdictNone {
+		b = append(b, `,"verdict":`...)
+		b = appendString(b, r.Verdict.String())
+		b = append(b, `,"rule":`...)
+		b = appendString(b, r.Rule)
+	}
+	if r.Mark != 0 {
+		b = append(b, `,"ct_mark":`...)
+		b = strconv.AppendUint(b, uint64(r.Mark), 10)
+	}
+	if r.Zone != 0 {
+		b = append(b, `,"ct_zone":`...)
+		b = strconv.AppendUint(b, uint64(r.Zone), 10)
+	}
 	return append(b, '}')
 }
 

@@ -119,11 +119,64 @@ func TestJSONEscapesInterfaceNames(t *testing.T) {
 }
 
 func TestAppendJSONDoesNotAllocate(t *testing.T) {
-	r := rec("2001:db8::1", "2001:db8::2", 5353, 53, flow.ProtoUDP)
-	buf := make([]byte, 0, 1024)
-	allocs := testing.AllocsPerRun(1000, func() { buf = AppendJSON(buf[:0], &r) })
-	if allocs != 0 {
-		t.Fatalf("AppendJSON: %v allocs per record, want 0", allocs)
+	plain := rec("2001:db8::1", "2001:db8::2", 5353, 53, flow.ProtoUDP)
+	// Every optional field set: drops, sampling, NAT, verdict, mark, zone.
+	full := natRec("10.0.0.1", "10.96.0.10", "192.0.2.7", "10.244.1.5")
+	full.VLAN, full.DropPackets, full.DropBytes, full.DropReason, full.Sampling = 7, 1, 60, "NO_SOCKET", 10
+	full.Verdict, full.Rule, full.Mark, full.Zone = flow.VerdictDeny, "weir-deny", 0xcafe, 3
+	for _, r := range []flow.Record{plain, full} {
+		buf := make([]byte, 0, 1024)
+		allocs := testing.AllocsPerRun(1000, func() { buf = AppendJSON(buf[:0], &r) })
+		if allocs != 0 {
+			t.Fatalf("AppendJSON: %v allocs per record, want 0 (%s)", allocs, buf)
+		}
+	}
+}
+
+// natRec is a TCP record from src to the service address vip, translated
+// to snat (the initiator's address after SNAT, port 61000) and backend
+// (after DNAT, port 8443).
+func natRec(src, vip, snat, backend string) flow.Record {
+	r := rec(src, vip, 40000, 443, flow.ProtoTCP)
+	r.PostNAT = r.Key
+	r.PostNAT.SetSrc(netip.MustParseAddr(snat))
+	r.PostNAT.SetDst(netip.MustParseAddr(backend))
+	r.PostNAT.SrcPort, r.PostNAT.DstPort = 61000, 8443
+	return r
+}
+
+// TestJSONNATVerdictConntrack: the NAT fields appear only for translated
+// records, verdict and rule only with a verdict, ct_mark and ct_zone only
+// when not 0; in a fixed order after the others (IPv4 and IPv6).
+func TestJSONNATVerdictConntrack(t *testing.T) {
+	r := natRec("10.0.0.1", "10.96.0.10", "192.0.2.7", "10.244.1.5")
+	r.Mark, r.Zone = 0x10, 2
+	got := string(AppendJSON(nil, &r))
+	const want = `"iface":"eth0","nat_src_ip":"192.0.2.7","nat_dst_ip":"10.244.1.5","nat_src_port":61000,"nat_dst_port":8443,"ct_mark":16,"ct_zone":2}`
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("translated record:\n%s\nwant it to end\n%s", got, want)
+	}
+	r6 := natRec("2001:db8::1", "fd00::10", "2001:db8::1", "fd00::a:5")
+	r6.Verdict, r6.Rule = flow.VerdictDeny, `deny "x"`
+	got = string(AppendJSON(nil, &r6))
+	const want6 = `"nat_src_ip":"2001:db8::1","nat_dst_ip":"fd00::a:5","nat_src_port":61000,"nat_dst_port":8443,"verdict":"deny","rule":"deny \"x\""}`
+	if !strings.HasSuffix(got, want6) {
+		t.Errorf("translated IPv6 deny record:\n%s\nwant it to end\n%s", got, want6)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(got), &m); err != nil || m["rule"] != `deny "x"` || m["ct_mark"] != nil {
+		t.Errorf("not JSON, or the rule does not come back, or ct_mark 0 is written: %v %v", err, m)
+	}
+	// A deny flow with an empty rule still says so; a rule without a
+	// verdict is not written (the record contract: rule goes with verdict).
+	plain := rec("10.0.0.1", "10.0.0.2", 1, 2, flow.ProtoUDP)
+	plain.Verdict = flow.VerdictDeny
+	if got := string(AppendJSON(nil, &plain)); !strings.HasSuffix(got, `"iface":"eth0","verdict":"deny","rule":""}`) {
+		t.Errorf("deny without rule: %s", got)
+	}
+	plain.Verdict, plain.Rule = flow.VerdictNone, "stray"
+	if got := string(AppendJSON(nil, &plain)); !strings.HasSuffix(got, `"iface":"eth0"}`) {
+		t.Errorf("no verdict: %s", got)
 	}
 }
 

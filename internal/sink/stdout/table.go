@@ -145,13 +145,31 @@ func (t *Table) Close() error {
 	return err
 }
 
+// writeRow prints one record. A translated endpoint shows where NAT took
+// it ("10.96.0.10:443 → 10.244.1.5:8443"), and a deny flow's REASON its
+// verdict and rule ("idle, deny weir-deny"); other columns are as for
+// any record.
 func writeRow(w io.Writer, r *flow.Record, extra string) {
 	k := &r.Key
+	src, dst := endpoint(k.Src(), k.SrcPort, k), endpoint(k.Dst(), k.DstPort, k)
+	if r.NATed() {
+		n := &r.PostNAT
+		if n.SrcAddr != k.SrcAddr || n.SrcPort != k.SrcPort {
+			src += " → " + endpoint(n.Src(), n.SrcPort, k)
+		}
+		if n.DstAddr != k.DstAddr || n.DstPort != k.DstPort {
+			dst += " → " + endpoint(n.Dst(), n.DstPort, k)
+		}
+	}
+	reason := r.EndReason.String()
+	if r.Verdict != flow.VerdictNone {
+		reason += ", " + strings.TrimSpace(r.Verdict.String()+" "+r.Rule)
+	}
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n",
-		protoName(k), endpoint(k.Src(), k.SrcPort, k), endpoint(k.Dst(), k.DstPort, k),
+		protoName(k), src, dst,
 		Count(r.Packets), Bytes(r.Bytes), Count(r.RevPackets), Bytes(r.RevBytes),
 		Flags(r.TCPFlags)+"/"+Flags(r.RevTCPFlags),
-		time.Duration(r.End-r.Start).Round(time.Millisecond), r.EndReason, r.Iface, extra)
+		time.Duration(r.End-r.Start).Round(time.Millisecond), reason, r.Iface, extra)
 }
 
 func protoName(k *flow.Key) string {

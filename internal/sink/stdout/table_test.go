@@ -94,3 +94,24 @@ func TestWriteFlows(t *testing.T) {
 		t.Fatalf("empty view %q (%v)", buf.String(), err)
 	}
 }
+
+// TestTableNATAndVerdict: a translated endpoint shows its post-NAT
+// address and port after an arrow (only the side NAT changed), a deny
+// flow's reason its verdict and rule; other rows are unchanged.
+func TestTableNATAndVerdict(t *testing.T) {
+	dnat := natRec("10.0.0.1", "10.96.0.10", "10.0.0.1", "10.244.1.5")
+	dnat.PostNAT.SrcPort = dnat.Key.SrcPort // DNAT only: the source stays
+	deny := rec("2001:db8::1", "2001:db8::2", 5000, 22, flow.ProtoTCP)
+	deny.EndReason, deny.Verdict, deny.Rule = flow.ReasonIdle, flow.VerdictDeny, "weir-deny"
+	plain := rec("10.0.0.3", "10.0.0.4", 1, 2, flow.ProtoUDP)
+	var buf bytes.Buffer
+	if err := NewTable(&buf, 0).Write([]flow.Record{dnat, deny, plain}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "10.0.0.1:40000  ") || strings.Contains(lines[1], "10.0.0.1:40000 →") ||
+		!strings.Contains(lines[1], "10.96.0.10:443 → 10.244.1.5:8443") ||
+		!strings.Contains(lines[2], "idle, deny weir-deny") || strings.Contains(lines[3], "→") || strings.Contains(lines[3], "deny") {
+		t.Fatalf("table:\n%s", buf.String())
+	}
+}
