@@ -19,6 +19,7 @@ var (
 	mResets     = counter("weir_conntrack_counter_resets_total", "Connection counters that went backwards (clamped; unexported counts carried).")
 	mFiltered   = counter("weir_conntrack_filtered_total", "Conntrack entries skipped by the zone, mark or label filter.")
 	mRestarted  = counter("weir_conntrack_restarted_connections_total", "Tuples seen again as a new kernel entry (new id, or alive after their end).")
+	mStale      = counter("weir_conntrack_stale_events_total", "Events read after a newer dump (lower counters than the store holds): ignored.")
 	mRecords    = counter("weir_conntrack_records_total", "Records emitted, by reason (active, idle, end, stale, full, shutdown).", "reason")
 )
 
@@ -44,7 +45,7 @@ type collector struct {
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{mPolls, mPollErrors, mResyncs, mPollTime, mMessages, mRejected, mOverruns, mConns, mCapacity,
-		mNew, mEvicted, mLost, mResets, mFiltered, mRestarted, mRecords}
+		mNew, mEvicted, mLost, mResets, mFiltered, mRestarted, mStale, mRecords}
 }
 
 // Collect writes the current values.
@@ -69,6 +70,7 @@ func (c *collector) Collect(w *metrics.Writer) {
 	w.Sample(mResets, float64(st.Store.CounterResets))
 	w.Sample(mFiltered, float64(st.Store.Filtered))
 	w.Sample(mRestarted, float64(st.Store.Restarted))
+	w.Sample(mStale, float64(st.Store.StaleEvents))
 	for r := ExportReason(0); r < NumExportReasons; r++ {
 		w.Sample(mRecords, float64(st.Store.Exported[r]), r.String())
 	}

@@ -116,8 +116,9 @@ func (s *Source) publish() {
 	s.mu.Unlock()
 }
 
-// Run polls and reads events until ctx is done, then emits a last record
-// for every connection with unexported counts (reason shutdown). It
+// Run polls and reads events until ctx is done, then reads the table a
+// last time and emits a last record for every connection with
+// unexported counts (reason shutdown, or end for ended ones). It
 // returns nil after ctx ends, or the error that stopped it.
 func (s *Source) Run(ctx context.Context) error {
 	defer s.publish()
@@ -153,6 +154,15 @@ func (s *Source) Run(ctx context.Context) error {
 			s.cfg.Logf("%v", err)
 		}
 		next = time.Now().Add(s.cfg.PollInterval)
+	}
+	// A last look, so that the shutdown records hold the counts up to
+	// now: the events queued, then a dump (counters move without events).
+	s.now = time.Now()
+	if s.ev != nil {
+		_, _ = s.ev.Read(s.update) // an overrun here is covered by the dump
+	}
+	if err := s.dump.Dump(s.cfg.Family, func(c *Conn) error { s.store.Update(c, s.now); return nil }); err == nil {
+		s.own.Polls++
 	}
 	s.store.Flush(time.Now(), s.collect)
 	return s.flush()

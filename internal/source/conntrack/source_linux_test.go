@@ -273,3 +273,38 @@ func TestSourceEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceEventOverrun: with an event buffer of a few kilobytes, 3,000
+// new UDP flows overrun it; each overrun makes the source dump the table
+// at once, and at the end every flow's packets and IP bytes are exact all
+// the same.
+func TestSourceEventOverrun(t *testing.T) {
+	pr := trackedPair(t)
+	s, stop := runSource(t, pr.B, SourceConfig{PollInterval: time.Hour, EventBuf: 4096,
+		Store: StoreConfig{ActiveTimeout: time.Hour, IdleTimeout: time.Hour}})
+	want := testbed.ManyUDP(t, pr.A, pr.B, false, 7100, 20000, 3000)
+	time.Sleep(200 * time.Millisecond)
+	recs := stop()
+	got := map[uint16][2]uint64{}
+	for _, r := range recs {
+		if r.Key.Proto == flow.ProtoUDP && r.Key.DstPort == 7100 {
+			g := got[r.Key.SrcPort]
+			got[r.Key.SrcPort] = [2]uint64{g[0] + r.Packets, g[1] + r.Bytes}
+		}
+	}
+	bad := 0
+	for port, w := range want {
+		if got[port] != w {
+			if bad++; bad <= 5 {
+				t.Errorf("flow from port %d: %v, want %v", port, got[port], w)
+			}
+		}
+	}
+	st := s.Stats()
+	if bad > 0 || len(got) != len(want) {
+		t.Errorf("%d of %d flows wrong, %d reported; stats %+v", bad, len(want), len(got), st)
+	}
+	if st.Events.ENOBUFS == 0 || st.Resyncs == 0 {
+		t.Errorf("no overrun: stats %+v (the test needs the event buffer to overflow)", st)
+	}
+}

@@ -108,6 +108,7 @@ type StoreStats struct {
 	Restarted         uint64                   // tuples seen again as a new kernel entry (new id, or alive after its end)
 	Recalled          uint64                   // evicted connections seen again and resumed from their counters at eviction
 	Forgotten         uint64                   // evicted connections whose counters were dropped from the Remember ring unseen
+	StaleEvents       uint64                   // event readings older than the last dump (lower counters), ignored
 }
 
 // Export is one export record. Emit callbacks get a pointer that is only
@@ -340,8 +341,9 @@ func (s *Store) Update(c *Conn, now time.Time) {
 			return
 		}
 	}
-	changed := s.counters(e, 0, c.CountersOrig)
-	changed = s.counters(e, 1, c.CountersReply) || changed
+	event := c.Flags&nlmFMulti == 0 // dump replies are multipart; events are not
+	changed := s.counters(e, 0, c.CountersOrig, event)
+	changed = s.counters(e, 1, c.CountersReply, event) || changed
 	if c.Has&HasStatus != 0 && c.Status != e.status {
 		e.status, changed = c.Status, true
 	}
@@ -447,13 +449,19 @@ func (s *Store) init(e *entry, k connKey, n int64) {
 // counters takes a new reading of direction d. A counter below the
 // previous reading (the kernel reused or reset the entry) is clamped:
 // the counts not yet exported are carried, the base restarts at the new
-// reading, and the reset is counted.
-func (s *Store) counters(e *entry, d int, v Counters) bool {
+// reading, and the reset is counted. An event's lower reading is not a
+// reset but an old event read after a newer dump: it is ignored (and
+// counted), since the kernel's counters of one entry only grow.
+func (s *Store) counters(e *entry, d int, v Counters, event bool) bool {
 	cur := e.cur[d]
 	if v == cur {
 		return false
 	}
 	if v.Packets < cur.Packets || v.Bytes < cur.Bytes {
+		if event {
+			s.stats.StaleEvents++
+			return false
+		}
 		s.stats.CounterResets++
 		e.owed[d].Packets += cur.Packets - e.base[d].Packets
 		e.owed[d].Bytes += cur.Bytes - e.base[d].Bytes
