@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,33 +208,17 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 		cols = append(cols, nflog.Collector(nl.Stats))
 	}
 	defer closeAll()
-	if l.metricsAddr != "off" {
-		reg := metrics.NewRegistry()
-		cols = append(cols, metrics.NewGoCollector(), metrics.NewProcessCollector(), sink.QueueCollector(queues...))
-		for _, col := range append(cols, o.sinks.collectors()...) {
-			if err := reg.Register(col); err != nil {
-				out.Close()
-				return fail("metrics: %v", err)
-			}
-		}
-		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
-		if err != nil {
-			out.Close()
-			if errors.Is(err, syscall.EADDRINUSE) {
-				fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
-				return exitFailure
-			}
-			return fail("--metrics-addr: %v", err)
-		}
-		srv := metrics.Serve(ln, reg)
+	cols = append(cols, metrics.NewGoCollector(), metrics.NewProcessCollector(), sink.QueueCollector(queues...))
+	srv, code := o.serveMetrics(stderr, cols)
+	if code != exitOK {
+		out.Close()
+		return code
+	}
+	if srv != nil {
 		defer srv.Close()
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := l.runContext()
 	defer cancel()
-	if l.duration > 0 {
-		ctx, cancel = context.WithTimeout(ctx, l.duration)
-		defer cancel()
-	}
 	var what []string
 	if ct != nil {
 		ev := "with events"

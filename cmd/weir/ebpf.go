@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -139,35 +137,17 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	// Loading parsed the kernel's BTF (for CO-RE): tens of MB that are
 	// garbage now. Hand them back before the table's pages are touched.
 	debug.FreeOSMemory()
-	if l.metricsAddr != "off" {
-		reg := metrics.NewRegistry()
-		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), kflow.Collector(src.Stats), sink.QueueCollector(queues...)}
-		for _, col := range append(cols, o.sinks.collectors()...) {
-			if err := reg.Register(col); err != nil {
-				src.Close()
-				out.Close()
-				return fail("metrics: %v", err)
-			}
-		}
-		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
-		if err != nil {
-			src.Close()
-			out.Close()
-			if errors.Is(err, syscall.EADDRINUSE) {
-				fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
-				return exitFailure
-			}
-			return fail("--metrics-addr: %v", err)
-		}
-		srv := metrics.Serve(ln, reg)
+	srv, code := o.serveMetrics(stderr, []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), kflow.Collector(src.Stats), sink.QueueCollector(queues...)})
+	if code != exitOK {
+		src.Close()
+		out.Close()
+		return code
+	}
+	if srv != nil {
 		defer srv.Close()
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := l.runContext()
 	defer cancel()
-	if l.duration > 0 {
-		ctx, cancel = context.WithTimeout(ctx, l.duration)
-		defer cancel()
-	}
 	go func() { // say when attached
 		for t := time.NewTicker(20 * time.Millisecond); ctx.Err() == nil; <-t.C {
 			if n := src.Stats().Ifaces; n > 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -206,39 +205,21 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 		out.Close()
 		return fail("%v", err)
 	}
-	var srv *metrics.Server
-	if l.metricsAddr != "off" {
-		reg := metrics.NewRegistry()
-		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(queues...)}
-		for _, col := range append(cols, o.sinks.collectors()...) {
-			if err := reg.Register(col); err != nil {
-				out.Close()
-				return fail("metrics: %v", err)
-			}
-		}
-		ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
-		if err != nil {
-			out.Close()
-			if errors.Is(err, syscall.EADDRINUSE) {
-				fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
-				return exitFailure
-			}
-			return fail("--metrics-addr: %v", err)
-		}
-		var pending []func(func(*flow.Record))
-		if o.sinks.st != nil {
-			pending = append(pending, o.sinks.st.Pending) // evicted, not yet written out
-		}
-		srv = metrics.Serve(ln, reg, metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler(pending...)})
+	var pending []func(func(*flow.Record))
+	if o.sinks.st != nil {
+		pending = append(pending, o.sinks.st.Pending) // evicted, not yet written out
+	}
+	srv, code := o.serveMetrics(stderr, []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(queues...)},
+		metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler(pending...)})
+	if code != exitOK {
+		out.Close()
+		return code
+	}
+	if srv != nil {
 		defer srv.Close()
 	}
-
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := l.runContext()
 	defer cancel()
-	if l.duration > 0 {
-		ctx, cancel = context.WithTimeout(ctx, l.duration)
-		defer cancel()
-	}
 	var views sync.WaitGroup
 	if o.sinks.output == "table" && l.interval > 0 {
 		views.Add(1)

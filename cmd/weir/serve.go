@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/weir-dev/weir/internal/metrics"
+)
+
+// serveMetrics serves cols and the sinks' collectors at --metrics-addr,
+// with routes as extra handlers; nothing when it is "off". On failure it
+// says why and returns a non-zero exit code (the caller closes what it
+// opened).
+func (o *captureOpts) serveMetrics(stderr io.Writer, cols []metrics.Collector, routes ...metrics.Route) (*metrics.Server, int) {
+	l := &o.live
+	if l.metricsAddr == "off" {
+		return nil, exitOK
+	}
+	reg := metrics.NewRegistry()
+	for _, col := range append(cols, o.sinks.collectors()...) {
+		if err := reg.Register(col); err != nil {
+			fmt.Fprintf(stderr, "weir capture: metrics: %v\n", err)
+			return nil, exitUsage
+		}
+	}
+	ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
+			return nil, exitFailure
+		}
+		fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v\n", err)
+		return nil, exitUsage
+	}
+	return metrics.Serve(ln, reg, routes...), exitOK
+}
+
+// runContext is done at SIGINT or SIGTERM, or after --duration if set.
+func (l *liveOpts) runContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if l.duration <= 0 {
+		return ctx, stop
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.duration)
+	return ctx, func() { cancel(); stop() }
+}
