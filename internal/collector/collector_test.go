@@ -45,7 +45,8 @@ func (m *memSink) len() int {
 
 // randRecords makes n records with every exported field set: IPv4 and
 // IPv6; TCP, UDP, ICMP and ICMPv6; both directions; every end reason a
-// collector can tell apart; millisecond times (IPFIX's resolution).
+// collector can tell apart; millisecond times (IPFIX's resolution); some
+// translated (SNAT, DNAT, both), some denied.
 func randRecords(n int, seed uint64) []flow.Record {
 	r := rand.New(rand.NewPCG(seed, 1))
 	reasons := []flow.EndReason{flow.ReasonIdle, flow.ReasonActive, flow.ReasonEnd, flow.ReasonFull, flow.ReasonShutdown}
@@ -87,6 +88,22 @@ func randRecords(n int, seed uint64) []flow.Record {
 		rec.End = rec.Start + r.Int64N(1e7)*int64(time.Millisecond)
 		rec.EndReason = reasons[i%len(reasons)]
 		rec.Iface = fmt.Sprintf("eth%d", i%3)
+		if i%5 == 1 { // translated (conntrack): source, destination or both
+			p := rec.Key
+			if i%3 != 0 {
+				p.SrcAddr[15] ^= 0x55
+			}
+			if i%3 != 1 {
+				p.DstAddr[15] ^= 0xaa
+				if p.DstPort != 0 {
+					p.DstPort = 8000 + uint16(i%1000)
+				}
+			}
+			rec.PostNAT = p
+		}
+		if i%7 == 4 { // a deny flow (NFLOG)
+			rec.Verdict = flow.VerdictDeny
+		}
 	}
 	return out
 }
@@ -242,6 +259,9 @@ func TestGapsByExporter(t *testing.T) {
 	}
 	recs := randRecords(200, 3)
 	for i := range recs {
+		// Plain records only: a lost message must not be one that
+		// announces the NAT or deny templates.
+		recs[i].PostNAT, recs[i].Verdict = flow.Key{}, flow.VerdictNone
 		e.Add(&recs[i])
 	}
 	e.Flush()

@@ -497,6 +497,12 @@ func FuzzDecode(f *testing.F) {
 		set(2, u16s(402, 2, 8, 4, 302, 8), u16s(401, 3, 8, 4, 305, 4, 306, 4)), set(402, cat(u32s(1), u64s(7))), set(401, u32s(1, 2, 3))))
 	f.Add(build(9, 0, 1, set(0, u16s(260, 2, 8, 4, 48, 1)), set(1, u16s(261, 4, 8, 1, 4, 48, 1, 34, 4)),
 		set(261, cat(u32s(0), []byte{2}, u32s(64))), set(260, []byte{10, 0, 0, 1, 2})))
+	for _, m := range encodedNAT(80)[:3] { // the NAT and deny templates and their records
+		f.Add(m)
+	}
+	f.Add(build(Version, 0, 1, set(2, u16s(403, 5, 282, 16, 8, 4, 228, 2, 225, 4, 233, 1)),
+		set(403, cat(make([]byte, 16), []byte{10, 0, 0, 1, 0, 80, 192, 0, 2, 1, 3}))))
+	f.Add(build(9, 0, 1, set(0, u16s(262, 4, 27, 16, 226, 4, 227, 2, 40005, 1)), set(262, cat(make([]byte, 15), []byte{1, 10, 0, 0, 9, 0, 0, 3}))))
 	d := NewDecoder(DecoderConfig{MaxSessions: 4, MaxTemplates: 8})
 	exporters := []netip.AddrPort{exporter, netip.MustParseAddrPort("[::1]:9"), netip.MustParseAddrPort("127.0.0.2:1")}
 	f.Fuzz(func(t *testing.T, msg []byte) {
@@ -505,6 +511,9 @@ func FuzzDecode(f *testing.F) {
 		err := d.Decode(from, msg, func(r *flow.Record) {
 			if r.Key.IPVersion != 4 && r.Key.IPVersion != 6 {
 				t.Fatalf("record of IP version %d", r.Key.IPVersion)
+			}
+			if r.NATed() && (r.PostNAT == r.Key || (r.PostNAT.IPVersion != 4 && r.PostNAT.IPVersion != 6) || r.PostNAT.Proto != r.Key.Proto) {
+				t.Fatalf("post-NAT key %+v of key %+v", r.PostNAT, r.Key)
 			}
 		})
 		after := d.Stats()

@@ -62,6 +62,13 @@ const (
 	kDropBytes
 	kDropPackets
 	kFwdStatus // forwardingStatus (RFC 7270 4.12)
+	kPostSrc4  // postNATSourceIPv4Address (nat.go)
+	kPostDst4
+	kPostSrc6
+	kPostDst6
+	kPostSrcPort // postNAPTSourceTransportPort
+	kPostDstPort
+	kFwEvent // firewallEvent, NetFlow v9 NF_F_FW_EVENT
 )
 
 // ieKind maps IANA information element ids (also NetFlow v9 field types,
@@ -76,6 +83,8 @@ var ieKind = map[uint16]uint8{
 	158: kStartDeltaUs, 159: kEndDeltaUs, 34: kSampling, 50: kSampling, 305: kPktInterval, 306: kPktSpace,
 	302: kSelector, 48: kSelector,
 	132: kDropBytes, 133: kDropPackets, 89: kFwdStatus,
+	225: kPostSrc4, 226: kPostDst4, 281: kPostSrc6, 282: kPostDst6, 227: kPostSrcPort, 228: kPostDstPort,
+	233: kFwEvent, ieCiscoFwEvent: kFwEvent, // 40005 only in NetFlow v9: IPFIX ids stop at 32767
 }
 
 // revKind maps kinds to their RFC 5103 reverse (PEN 29305) kinds.
@@ -195,9 +204,9 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 // addresses at their size, integers reduced-size (RFC 7011 6.2) up to 8.
 func fits(k uint8, l uint16) bool {
 	switch k {
-	case kSrc4, kDst4:
+	case kSrc4, kDst4, kPostSrc4, kPostDst4:
 		return l == 4
-	case kSrc6, kDst6:
+	case kSrc6, kDst6, kPostSrc6, kPostDst6:
 		return l == 16
 	case kIfName, kSkip:
 		return true
@@ -255,6 +264,7 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	var ifIndex uint64
 	var tot, revTot [2]uint64
 	var smp sampling
+	var post postNAT
 	p := 0
 	for _, o := range t.ops {
 		l := int(o.length)
@@ -390,6 +400,18 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 			if v>>6 == 2 { // Dropped: the wire names the reason only by its RFC 7270 code
 				r.DropReason = dropCodeNames[v&0x3f]
 			}
+		case kPostSrc4, kPostSrc6:
+			post.set(&post.src, f, postSrcAddr)
+		case kPostDst4, kPostDst6:
+			post.set(&post.dst, f, postDstAddr)
+		case kPostSrcPort:
+			post.srcPort, post.have = uint16(v), post.have|postSrcPort
+		case kPostDstPort:
+			post.dstPort, post.have = uint16(v), post.have|postDstPort
+		case kFwEvent:
+			if v == firewallDenied {
+				r.Verdict = flow.VerdictDeny
+			}
 		}
 	}
 	// Totals stand in for deltas the template lacks.
@@ -405,6 +427,9 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 		r.Key.ICMPType, r.Key.ICMPCode = 0, 0
 	} else {
 		r.Key.SrcPort, r.Key.DstPort = 0, 0
+	}
+	if post.have != 0 && !t.options {
+		post.apply(r)
 	}
 	if r.Iface == "" && ifIndex != 0 {
 		r.Iface = s.ifIndexName(ifIndex)

@@ -70,7 +70,7 @@ type Encoder struct {
 	// into parts that each fit in a message.
 	tmpl        []byte
 	chunks      []chunk
-	pairs       uint8               // template pairs announced: bit p for Templates[2p] and [2p+1]
+	pairs       uint16              // template pairs announced: bit p for Templates[2p] and [2p+1]
 	samplers    [maxSamplers]uint32 // sampling intervals announced (0: free slot)
 	nextSampler int                 // the slot the next new interval takes
 	lastN       uint32              // the interval last found announced (0: none)
@@ -148,7 +148,8 @@ func (e *Encoder) Flows() uint32 { return e.flows }
 
 // Add encodes r into the open message, finishing it first when r would
 // not fit. A record with drops uses a drop template, a record with
-// Sampling > 1 a sampled one that names its interval; the first record
+// Sampling > 1 a sampled one that names its interval, a translated or
+// denied record a NAT or deny template (nat.go); the first record
 // that needs a template pair or an interval not yet announced finishes
 // the open message and announces them (announce). It allocates nothing
 // (but for that, once each).
@@ -157,7 +158,7 @@ func (e *Encoder) Add(r *flow.Record) error {
 	if r.Key.IPVersion == 6 {
 		ti = 1
 	}
-	if r.DropPackets > 0 || r.Sampling > 1 {
+	if r.DropPackets > 0 || r.Sampling > 1 || r.PostNAT.IPVersion != 0 || r.Verdict != flow.VerdictNone {
 		var err error
 		if ti, err = e.special(r, ti); err != nil {
 			return err
@@ -192,16 +193,18 @@ func (e *Encoder) Add(r *flow.Record) error {
 	return nil
 }
 
-// special is the template of a record with drops or sampling (ti: 0 for
-// IPv4, 1 for IPv6), announcing its pair and its interval if they are new.
+// special is the template of a record with drops, sampling, NAT or a
+// verdict (ti: 0 for IPv4, 1 for IPv6), announcing its pair and its
+// interval if they are new.
 func (e *Encoder) special(r *flow.Record, ti int) (int, error) {
 	if r.DropPackets > 0 {
-		ti += 2
+		ti += tDrops
 	}
 	n := r.Sampling
 	if n > 1 {
-		ti += 4
+		ti += tSampled
 	}
+	ti |= natBits(r)
 	if e.pairs&(1<<(ti>>1)) == 0 || (n > 1 && n != e.lastN && !e.sampler(n)) {
 		return ti, e.announce(ti>>1, n)
 	}
@@ -283,7 +286,8 @@ var endReason = [flow.NumReasons]uint8{
 
 // appendRecord writes r in the template's layout (template.go): fixed
 // fields at constant offsets, with drops the drop fields, when sampled the
-// selectorId (the interval), then the interface name.
+// selectorId (the interval), when translated or denied the NAT and deny
+// fields (nat.go), then the interface name.
 func appendRecord(b []byte, r *flow.Record, ti int, name string) []byte {
 	be := binary.BigEndian
 	b = be.AppendUint64(b, uint64(r.Start/int64(time.Millisecond)))
@@ -292,7 +296,7 @@ func appendRecord(b []byte, r *flow.Record, ti int, name string) []byte {
 	b = be.AppendUint64(b, r.Packets)
 	b = be.AppendUint64(b, r.RevBytes)
 	b = be.AppendUint64(b, r.RevPackets)
-	if ti&1 != 0 {
+	if ti&tIPv6 != 0 {
 		b = append(b, r.Key.SrcAddr[:]...)
 		b = append(b, r.Key.DstAddr[:]...)
 	} else {
@@ -314,13 +318,16 @@ func appendRecord(b []byte, r *flow.Record, ti int, name string) []byte {
 		reason = endReason[r.EndReason]
 	}
 	b = append(b, r.Key.Proto, reason)
-	if ti&2 != 0 {
+	if ti&tDrops != 0 {
 		b = be.AppendUint64(b, r.DropBytes)
 		b = be.AppendUint64(b, r.DropPackets)
 		b = append(b, dropStatus(r.DropReason))
 	}
-	if ti&4 != 0 {
+	if ti&tSampled != 0 {
 		b = be.AppendUint32(b, r.Sampling)
+	}
+	if ti >= tNAT {
+		b = appendNAT(b, r, ti)
 	}
 	b = append(b, byte(len(name)))
 	return append(b, name...)

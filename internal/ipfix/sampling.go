@@ -55,6 +55,10 @@ const samplingScope = 1
 // samplingRecordLen is the length of an options record of SamplingOptions.
 const samplingRecordLen = 4 + 4 + 2 + 4
 
+// sampledPairs are the bits of Encoder.pairs of sampled templates' pairs
+// (pair p holds templates 2p and 2p+1: sampled when p&(tSampled>>1) != 0).
+const sampledPairs = 0xcccc
+
 // chunk is a part of an Encoder's template announcement: whole sets that
 // fit in one message, and how many options data records they hold.
 type chunk struct {
@@ -89,7 +93,7 @@ func (e *Encoder) buildTemplates() {
 	}
 	binary.BigEndian.PutUint16(b[set+2:], uint16(len(b)-set))
 	cs = append(cs, chunk{end: len(b)})
-	if e.pairs&0b1100 != 0 {
+	if e.pairs&sampledPairs != 0 {
 		be := binary.BigEndian
 		b = be.AppendUint16(b, optionsTemplateSet)
 		b = be.AppendUint16(b, uint16(setHeaderLen+6+4*len(SamplingOptions.Fields)))

@@ -19,6 +19,18 @@
 // travels in an options record (sampling.go); both are announced when the
 // first sampled record comes, again so that unsampled output does not
 // change.
+//
+// Translated records (flow.Record.NATed: the conntrack source) use
+// templates that add the post-NAT key (postNATSource/DestinationIPv4 or
+// IPv6Address, postNAPTSource/DestinationTransportPort), denied records
+// (flow.VerdictDeny: NFLOG) templates that add firewallEvent 3, Flow
+// Denied (nat.go); both combine with the drop and sampled ones, 32
+// templates in all, each pair announced with the first record that needs
+// it. The rule name, conntrack mark and zone have no IANA element and are
+// not exported.
+//
+// The Decoder reads IPFIX, NetFlow v9 and v5 from any exporter into
+// flow.Record: the elements above from any template, in any order.
 package ipfix
 
 // Version is the IPFIX message version number.
@@ -64,13 +76,25 @@ const (
 	IEFlowEndMilliseconds      = 153
 	IESelectorID               = 302 // unsigned64, sent in 4 octets (RFC 7011 6.2 reduced size)
 	IESelectorAlgorithm        = 304 // unsigned16, IANA PSAMP selectorAlgorithm
+	// NAT and firewall elements (nat.go).
+	IEPostNATSourceIPv4Address         = 225
+	IEPostNATDestinationIPv4Address    = 226
+	IEPostNAPTSourceTransportPort      = 227
+	IEPostNAPTDestinationTransportPort = 228
+	IEFirewallEvent                    = 233 // unsigned8: 3 is Flow Denied
+	IEPostNATSourceIPv6Address         = 281
+	IEPostNATDestinationIPv6Address    = 282
 )
 
 // Template ids of the record layouts (data set ids are template ids): the
 // biflow of each family, the same with the drop fields for records with
 // DropPackets > 0, and all four with selectorId for records with
 // Sampling > 1. TemplateSampling is the options template of the
-// selectors' intervals (sampling.go).
+// selectors' intervals (sampling.go). The ids of the templates with the
+// post-NAT key and firewallEvent follow it (templateID, nat.go): 265–272
+// are the first eight with the post-NAT key, 273–280 with firewallEvent,
+// 281–288 with both; the named ones are those conntrack and NFLOG records
+// use.
 const (
 	TemplateIPv4             = 256
 	TemplateIPv6             = 257
@@ -81,6 +105,10 @@ const (
 	TemplateIPv4DropsSampled = 262
 	TemplateIPv6DropsSampled = 263
 	TemplateSampling         = 264
+	TemplateIPv4NAT          = 265
+	TemplateIPv6NAT          = 266
+	TemplateIPv4Deny         = 273
+	TemplateIPv6Deny         = 274
 )
 
 // Template is a template id and its fields in order.
@@ -89,13 +117,37 @@ type Template struct {
 	Fields []Field
 }
 
-// biflowFields is the layout of the templates; addrID/addrLen and icmpID
-// differ by family, drops adds the drop fields and sampled selectorId.
+// Template index bits: template i is for a record of IPv6 (i&tIPv6), with
+// drops (i&tDrops), sampled (i&tSampled), translated (i&tNAT), denied
+// (i&tDeny). Pair p (templates 2p and 2p+1) differs only by family.
+const (
+	tIPv6    = 1
+	tDrops   = 2
+	tSampled = 4
+	tNAT     = 8
+	tDeny    = 16
+)
+
+// templateID is the id of template i: 256..263 for the first eight (as
+// before NAT and verdicts), then 265.. past the sampling options
+// template's 264.
+func templateID(i int) uint16 {
+	if i < 8 {
+		return uint16(TemplateIPv4 + i)
+	}
+	return uint16(TemplateSampling + 1 + i - 8)
+}
+
+// biflowFields is the layout of template i (the index bits above).
 // Fixed-length fields come first, so each sits at a constant offset; the
-// interface name (variable) is last. The drop and sampled templates are
-// the plain ones with their fields inserted before the name, so all share
-// every other offset.
-func biflowFields(srcID, dstID, addrLen, icmpID uint16, drops, sampled bool) []Field {
+// interface name (variable) is last. The drop, sampled, NAT and deny
+// templates are the plain ones with their fields inserted, in that order,
+// before the name, so all share every other offset.
+func biflowFields(i int) []Field {
+	srcID, dstID, addrLen, icmpID := uint16(IESourceIPv4Address), uint16(IEDestinationIPv4Address), uint16(4), uint16(IEICMPTypeCodeIPv4)
+	if i&tIPv6 != 0 {
+		srcID, dstID, addrLen, icmpID = IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6
+	}
 	fs := []Field{
 		{ID: IEFlowStartMilliseconds, Length: 8},
 		{ID: IEFlowEndMilliseconds, Length: 8},
@@ -114,34 +166,37 @@ func biflowFields(srcID, dstID, addrLen, icmpID uint16, drops, sampled bool) []F
 		{ID: IEProtocolIdentifier, Length: 1},
 		{ID: IEFlowEndReason, Length: 1},
 	}
-	if drops {
+	if i&tDrops != 0 {
 		fs = append(fs,
 			Field{ID: IEDroppedOctetDeltaCount, Length: 8},
 			Field{ID: IEDroppedPacketDeltaCount, Length: 8},
 			Field{ID: IEForwardingStatus, Length: 1},
 		)
 	}
-	if sampled {
+	if i&tSampled != 0 {
 		fs = append(fs, Field{ID: IESelectorID, Length: 4})
+	}
+	if i&tNAT != 0 {
+		fs = append(fs, natFields(i&tIPv6 != 0)...)
+	}
+	if i&tDeny != 0 {
+		fs = append(fs, Field{ID: IEFirewallEvent, Length: 1})
 	}
 	return append(fs, Field{ID: IEInterfaceName, Length: Variable})
 }
 
 // Templates are the record layouts, in pairs of IPv4 and IPv6 biflows:
-// plain, with the drop fields, with selectorId, with both. Template i is
-// for a record of IPv6 (i&1), with drops (i&2), sampled (i&4). An Encoder
-// announces the plain pair from its first message and each other pair from
-// its first record that needs it.
-var Templates = [8]Template{
-	{ID: TemplateIPv4, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, false, false)},
-	{ID: TemplateIPv6, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, false, false)},
-	{ID: TemplateIPv4Drops, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, true, false)},
-	{ID: TemplateIPv6Drops, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, true, false)},
-	{ID: TemplateIPv4Sampled, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, false, true)},
-	{ID: TemplateIPv6Sampled, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, false, true)},
-	{ID: TemplateIPv4DropsSampled, Fields: biflowFields(IESourceIPv4Address, IEDestinationIPv4Address, 4, IEICMPTypeCodeIPv4, true, true)},
-	{ID: TemplateIPv6DropsSampled, Fields: biflowFields(IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6, true, true)},
-}
+// plain, with the drop fields, with selectorId, with both, and all four
+// again with the post-NAT key, with firewallEvent, with both (template i
+// has the index bits above, and id templateID(i)). An Encoder announces
+// the plain pair from its first message and each other pair from its
+// first record that needs it.
+var Templates = func() (ts [32]Template) {
+	for i := range ts {
+		ts[i] = Template{ID: templateID(i), Fields: biflowFields(i)}
+	}
+	return ts
+}()
 
 // fixedLen is the length of a template's fixed-length part.
 func fixedLen(t *Template) int {

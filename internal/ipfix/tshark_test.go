@@ -300,3 +300,117 @@ func TestTsharkSampling(t *testing.T) {
 		t.Fatalf("tshark decoded %d records of %d, %d options records", next, len(recs), opts)
 	}
 }
+
+// TestTsharkNAT: Wireshark reads the NAT and deny templates: each
+// translated record (only those) carries its post-NAT addresses
+// (postNAT…IPv4Address or …IPv6Address, by family) and ports, each denied
+// record (only those) firewallEvent 3, "Flow denied".
+func TestTsharkNAT(t *testing.T) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tshark not installed; run scripts/deps.sh: CI must not skip the independent cross-check")
+		}
+		t.Skip("tshark not installed; run scripts/deps.sh")
+	}
+	const port = 4739
+	var file bytes.Buffer
+	w, err := pcap.NewWriter(&file, packet.LinkRaw, 65535)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: 4, Now: func() time.Time { return ts }}, func(m []byte) error {
+		p := udp4(m, port)
+		return w.WritePacket(ts.UnixNano(), len(p), p)
+	})
+	r := rand.New(rand.NewPCG(49, 50))
+	recs := make([]flow.Record, 2000)
+	for i := range recs {
+		recs[i] = randRecord(r, i)
+		withDrops(&recs[i], i)
+		withSampling(&recs[i], i)
+		withNAT(&recs[i], i)
+		if err := e.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ipfix.pcap")
+	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fields := []string{"cflow.protocol", "cflow.post_natsource_ipv4_address", "cflow.post_natdestination_ipv4_address",
+		"cflow.post_nat_source_ipv6_address", "cflow.post_nat_destination_ipv6_address",
+		"cflow.post_naptsource_transport_port", "cflow.post_naptdestination_transport_port", "cflow.firewall_event"}
+	args := []string{"-n", "-r", path, "-d", "udp.port==" + strconv.Itoa(port) + ",cflow", "-T", "fields",
+		"-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(tshark, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	next, nat, deny := 0, 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) != len(fields) {
+			t.Fatalf("tshark line %q", line)
+		}
+		per := make([][]string, len(fields))
+		for i, c := range cols {
+			if c != "" {
+				per[i] = strings.Split(c, ";")
+			}
+		}
+		// take pops the next value of field i, "" when there is none.
+		take := func(i int) string {
+			if len(per[i]) == 0 {
+				return ""
+			}
+			v := per[i][0]
+			per[i] = per[i][1:]
+			return v
+		}
+		for range per[0] {
+			w := &recs[next]
+			if w.NATed() {
+				nat++
+				sa, da := 1, 2
+				src, dst := netip.AddrFrom16(w.PostNAT.SrcAddr).Unmap(), netip.AddrFrom16(w.PostNAT.DstAddr).Unmap()
+				if w.Key.IPVersion == 6 {
+					sa, da = 3, 4
+				}
+				got := []string{take(sa), take(da), take(5), take(6)}
+				want := []string{src.String(), dst.String(), strconv.Itoa(int(w.PostNAT.SrcPort)), strconv.Itoa(int(w.PostNAT.DstPort))}
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Fatalf("record %d: tshark post-NAT %v, weir %v", next, got, want)
+				}
+			}
+			if w.Verdict == flow.VerdictDeny {
+				deny++
+				if v := take(7); v != "3" {
+					t.Fatalf("record %d: tshark firewallEvent %q, want 3 (flow denied)", next, v)
+				}
+			}
+			next++
+		}
+		for i := 1; i < len(per); i++ {
+			if len(per[i]) != 0 {
+				t.Fatalf("%s %v left over: records without NAT or verdict carry them", fields[i], per[i])
+			}
+		}
+	}
+	if next != len(recs) || nat < 400 || deny < 100 {
+		t.Fatalf("tshark decoded %d records of %d; %d translated, %d denied", next, len(recs), nat, deny)
+	}
+}

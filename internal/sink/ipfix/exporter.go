@@ -4,7 +4,9 @@
 // TLS (reconnected with backoff when the collector goes away).
 //
 // Records of sampled traffic (flow.Record.Sampling > 1) tell the collector
-// their interval: internal/ipfix announces it in options data.
+// their interval: internal/ipfix announces it in options data. Translated
+// records (conntrack) carry their post-NAT key, deny flows (NFLOG)
+// firewallEvent "flow denied", in templates of their own.
 //
 // Write blocks while it paces or while a stream collector applies back
 // pressure; capture puts a sink.Queue in front of each exporter, so a slow
