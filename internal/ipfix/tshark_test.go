@@ -202,44 +202,9 @@ func TestTshark(t *testing.T) {
 // and selectorAlgorithm 4, and each sampled record (only those) carries
 // the selectorId of its interval, announced in that message or before.
 func TestTsharkSampling(t *testing.T) {
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark not installed; run scripts/deps.sh: CI must not skip the independent cross-check")
-		}
-		t.Skip("tshark not installed; run scripts/deps.sh")
-	}
+	tshark := needTshark(t)
 	const port = 4739
-	var file bytes.Buffer
-	w, err := pcap.NewWriter(&file, packet.LinkRaw, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: 3, Now: func() time.Time { return ts }}, func(m []byte) error {
-		p := udp4(m, port)
-		return w.WritePacket(ts.UnixNano(), len(p), p)
-	})
-	r := rand.New(rand.NewPCG(29, 30))
-	recs := make([]flow.Record, 500)
-	for i := range recs {
-		recs[i] = randRecord(r, i)
-		withDrops(&recs[i], i)
-		withSampling(&recs[i], i)
-		if err := e.Add(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "ipfix.pcap")
-	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	recs, path := encodePcap(t, 3, 29, 500, port, nil)
 	fields := []string{"cflow.protocol", "cflow.sampling_interval", "cflow.selector_algorithm", "cflow.selector_id"}
 	args := []string{"-n", "-r", path, "-d", "udp.port==" + strconv.Itoa(port) + ",cflow", "-T", "fields",
 		"-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"}
@@ -306,45 +271,9 @@ func TestTsharkSampling(t *testing.T) {
 // (postNAT…IPv4Address or …IPv6Address, by family) and ports, each denied
 // record (only those) firewallEvent 3, "Flow denied".
 func TestTsharkNAT(t *testing.T) {
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark not installed; run scripts/deps.sh: CI must not skip the independent cross-check")
-		}
-		t.Skip("tshark not installed; run scripts/deps.sh")
-	}
+	tshark := needTshark(t)
 	const port = 4739
-	var file bytes.Buffer
-	w, err := pcap.NewWriter(&file, packet.LinkRaw, 65535)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: 4, Now: func() time.Time { return ts }}, func(m []byte) error {
-		p := udp4(m, port)
-		return w.WritePacket(ts.UnixNano(), len(p), p)
-	})
-	r := rand.New(rand.NewPCG(49, 50))
-	recs := make([]flow.Record, 2000)
-	for i := range recs {
-		recs[i] = randRecord(r, i)
-		withDrops(&recs[i], i)
-		withSampling(&recs[i], i)
-		withNAT(&recs[i], i)
-		if err := e.Add(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := e.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "ipfix.pcap")
-	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	recs, path := encodePcap(t, 4, 49, 2000, port, withNAT)
 	fields := []string{"cflow.protocol", "cflow.post_natsource_ipv4_address", "cflow.post_natdestination_ipv4_address",
 		"cflow.post_nat_source_ipv6_address", "cflow.post_nat_destination_ipv6_address",
 		"cflow.post_naptsource_transport_port", "cflow.post_naptdestination_transport_port", "cflow.firewall_event"}
@@ -413,4 +342,60 @@ func TestTsharkNAT(t *testing.T) {
 	if next != len(recs) || nat < 400 || deny < 100 {
 		t.Fatalf("tshark decoded %d records of %d; %d translated, %d denied", next, len(recs), nat, deny)
 	}
+}
+
+// needTshark returns tshark's path, skipping the test without it (failing
+// it in CI, which must not skip the independent cross-check).
+func needTshark(t *testing.T) string {
+	t.Helper()
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tshark not installed; run scripts/deps.sh: CI must not skip the independent cross-check")
+		}
+		t.Skip("tshark not installed; run scripts/deps.sh")
+	}
+	return tshark
+}
+
+// encodePcap encodes n random records (seeded by seed, seed+1), with
+// drops, sampling and what more adds, into IPFIX messages to UDP port,
+// templates refreshed every refresh messages, and writes them as a pcap
+// for tshark; it returns the records and the file's path.
+func encodePcap(t *testing.T, refresh int, seed uint64, n int, port uint16, more func(*flow.Record, int)) ([]flow.Record, string) {
+	t.Helper()
+	var file bytes.Buffer
+	w, err := pcap.NewWriter(&file, packet.LinkRaw, 65535)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: refresh, Now: func() time.Time { return ts }}, func(m []byte) error {
+		p := udp4(m, port)
+		return w.WritePacket(ts.UnixNano(), len(p), p)
+	})
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	recs := make([]flow.Record, n)
+	for i := range recs {
+		recs[i] = randRecord(r, i)
+		withDrops(&recs[i], i)
+		withSampling(&recs[i], i)
+		if more != nil {
+			more(&recs[i], i)
+		}
+		if err := e.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ipfix.pcap")
+	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return recs, path
 }
