@@ -194,8 +194,12 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 		cols = append(cols, conntrack.Collector(ct.Stats, c.maxConns))
 	}
 	if len(groups) > 0 {
+		active := o.active
+		if active == 0 {
+			active = -1 // --active-timeout 0: never
+		}
 		nl, err = nflog.NewSource(nflog.SourceConfig{Netns: netns, Groups: groups, MaxFlows: c.denyMax,
-			IdleTimeout: o.idle, ActiveTimeout: o.active, Logf: logf}, out.Write)
+			IdleTimeout: o.idle, ActiveTimeout: active, Logf: logf}, out.Write)
 		if err != nil {
 			closeAll()
 			out.Close()

@@ -21,7 +21,8 @@ type SourceConfig struct {
 	MaxFlows int
 	// IdleTimeout and ActiveTimeout export a deny flow after so long
 	// without packets, and every ActiveTimeout while packets keep coming
-	// (defaults 15 s and 60 s, as for flows).
+	// (defaults 15 s and 60 s, as for flows; a negative ActiveTimeout
+	// turns it off).
 	IdleTimeout, ActiveTimeout time.Duration
 	// Batch is the number of records per emitted batch (256 if 0).
 	Batch int
