@@ -128,6 +128,72 @@ type Record struct {
 	// mark of the last dropped packet.
 	Mark uint32
 	Zone uint16
+	// SrcWorkload and DstWorkload name the workloads at the two ends
+	// (Key.Src and Key.Dst), and Service the service (load balancer) the
+	// flow reached, with ServiceMatch saying how it was found. Enrichment
+	// (internal/enrich) fills them when an inventory is configured; nil
+	// when the address is not in it. They point into the enrichment
+	// index's immutable entries, so filling them costs no allocation:
+	// never modify what they point to.
+	SrcWorkload  *Workload
+	DstWorkload  *Workload
+	Service      *Service
+	ServiceMatch ServiceMatch
+}
+
+// Workload is what the inventory knows of one end of a flow.
+type Workload struct {
+	Name      string // pod, VM or host name
+	Namespace string // "" outside Kubernetes-like inventories
+	Node      string // node the workload runs on, "" if not known
+}
+
+// Service is what the inventory knows of the service a flow reached.
+type Service struct {
+	// Name is the load balancer's name ("namespace/name" for a Kubernetes
+	// Service). For ServiceMatchAmbiguous it lists every service the
+	// backend serves, sorted and comma-separated.
+	Name string
+	// Backends lists the backends of the VIP the flow was sent to
+	// ("10.0.0.5:8080,10.0.0.6:8080"); for backend matches, the backend
+	// itself.
+	Backends string
+	// Group names the load-balancer group(s) the load balancer is in,
+	// comma-separated; "" if none.
+	Group string
+}
+
+// ServiceMatch says how enrichment tied a flow to its Service.
+type ServiceMatch uint8
+
+// Service matches.
+const (
+	ServiceMatchNone      ServiceMatch = iota // no service
+	ServiceMatchVIP                           // Key.Dst is a service VIP (and port)
+	ServiceMatchNAT                           // conntrack: the original destination is a VIP, PostNAT.Dst the backend it was sent to
+	ServiceMatchBackend                       // Key.Dst is a backend of exactly one service
+	ServiceMatchAmbiguous                     // Key.Dst is a backend of several services: Service.Name lists them all
+	numServiceMatches
+)
+
+var serviceMatchNames = [numServiceMatches]string{"", "vip", "nat", "backend", "ambiguous"}
+
+// String returns the match's name in JSON records ("" for none).
+func (m ServiceMatch) String() string {
+	if m < numServiceMatches {
+		return serviceMatchNames[m]
+	}
+	return fmt.Sprintf("match(%d)", uint8(m))
+}
+
+// ParseServiceMatch is the inverse of ServiceMatch.String.
+func ParseServiceMatch(s string) (ServiceMatch, error) {
+	for i, n := range serviceMatchNames {
+		if n == s {
+			return ServiceMatch(i), nil
+		}
+	}
+	return ServiceMatchNone, fmt.Errorf("flow: unknown service match %q", s)
 }
 
 // NATed reports whether the record carries a translated key.
