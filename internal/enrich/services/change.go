@@ -45,11 +45,11 @@ func (c *ChangeSet) Empty() bool {
 // tracker collects one operation's net changes: an object added and then
 // removed within the operation is not reported at all.
 type tracker struct {
-	rowsAdded, rowsRemoved, rowsRegrouped       map[*Row]struct{}
-	groupsAdded, groupsModified, groupsRemoved  map[*DPGroup]struct{}
-	groupsTouched                               map[*DPGroup]struct{}
-	setsAdded, setsRemoved                      map[*AddrSet]struct{}
-	setAdds, setDels                            map[*AddrSet]map[netip.Addr]struct{}
+	rowsAdded, rowsRemoved, rowsRegrouped      map[*Row]struct{}
+	groupsAdded, groupsModified, groupsRemoved map[*DPGroup]struct{}
+	groupsTouched                              map[*DPGroup]struct{}
+	setsAdded, setsRemoved                     map[*AddrSet]struct{}
+	setAdds, setDels                           map[*AddrSet]map[netip.Addr]struct{}
 }
 
 func newTracker() *tracker {
@@ -57,7 +57,7 @@ func newTracker() *tracker {
 		rowsAdded: map[*Row]struct{}{}, rowsRemoved: map[*Row]struct{}{}, rowsRegrouped: map[*Row]struct{}{},
 		groupsAdded: map[*DPGroup]struct{}{}, groupsModified: map[*DPGroup]struct{}{}, groupsRemoved: map[*DPGroup]struct{}{},
 		groupsTouched: map[*DPGroup]struct{}{},
-		setsAdded: map[*AddrSet]struct{}{}, setsRemoved: map[*AddrSet]struct{}{},
+		setsAdded:     map[*AddrSet]struct{}{}, setsRemoved: map[*AddrSet]struct{}{},
 		setAdds: map[*AddrSet]map[netip.Addr]struct{}{}, setDels: map[*AddrSet]map[netip.Addr]struct{}{},
 	}
 }
