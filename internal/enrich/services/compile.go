@@ -110,8 +110,13 @@ func New(cfg Config) *Model {
 // operations must always agree with.
 func Build(cfg Config, nodes []Node, lbs []LB, groups []Group) (*Model, error) {
 	m := New(cfg)
-	for i := range lbs {
-		if _, err := m.UpsertLB(lbs[i]); err != nil {
+	m.begin() // one tracker for the whole build
+	defer m.end()
+	// Nodes first: their subnets are then in place before any VIP is
+	// filed, so no VIP is re-filed as subnets appear, and the cost is
+	// linear in nodes + load balancers.
+	for i := range nodes {
+		if _, err := m.UpsertNode(nodes[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -120,8 +125,8 @@ func Build(cfg Config, nodes []Node, lbs []LB, groups []Group) (*Model, error) {
 			return nil, err
 		}
 	}
-	for i := range nodes {
-		if _, err := m.UpsertNode(nodes[i]); err != nil {
+	for i := range lbs {
+		if _, err := m.UpsertLB(lbs[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -245,25 +250,76 @@ func (m *Model) UpsertGroup(g Group) (ChangeSet, error) {
 	}
 	m.begin()
 	g.LBs = dedup(g.LBs)
-	var touched []string
-	if old := m.nbGroups[g.Name]; old != nil {
-		for _, n := range old.LBs {
-			delete(m.lbGroups[n], g.Name)
-			touched = append(touched, n)
-		}
+	var old []string
+	fresh := m.nbGroups[g.Name] == nil
+	if !fresh {
+		old = m.nbGroups[g.Name].LBs
+	}
+	add, del := diff(old, g.LBs)
+	if fresh {
+		add = g.LBs
 	}
 	m.nbGroups[g.Name] = &g
-	for _, n := range g.LBs {
+	m.joinGroup(g.Name, add)
+	m.leaveGroup(g.Name, del)
+	return m.end(), nil
+}
+
+// AddToGroup puts load balancers into an existing group: the incremental
+// form of UpsertGroup, costing the work of the members added.
+func (m *Model) AddToGroup(group string, lbs ...string) (ChangeSet, error) {
+	g := m.nbGroups[group]
+	if g == nil {
+		return ChangeSet{}, fmt.Errorf("%w: group %q", ErrNotFound, group)
+	}
+	m.begin()
+	var add []string
+	for _, n := range lbs {
+		if _, in := m.lbGroups[n][group]; !in && !slices.Contains(add, n) {
+			add = append(add, n)
+		}
+	}
+	g.LBs = append(g.LBs, add...)
+	sort.Strings(g.LBs)
+	m.joinGroup(group, add)
+	return m.end(), nil
+}
+
+// RemoveFromGroup takes load balancers out of a group.
+func (m *Model) RemoveFromGroup(group string, lbs ...string) (ChangeSet, error) {
+	g := m.nbGroups[group]
+	if g == nil {
+		return ChangeSet{}, fmt.Errorf("%w: group %q", ErrNotFound, group)
+	}
+	m.begin()
+	var del []string
+	for _, n := range lbs {
+		if i, in := slices.BinarySearch(g.LBs, n); in {
+			g.LBs = slices.Delete(g.LBs, i, i+1)
+			del = append(del, n)
+		}
+	}
+	m.leaveGroup(group, del)
+	return m.end(), nil
+}
+
+func (m *Model) joinGroup(group string, lbs []string) {
+	for _, n := range lbs {
 		s := m.lbGroups[n]
 		if s == nil {
 			s = make(map[string]struct{})
 			m.lbGroups[n] = s
 		}
-		s[g.Name] = struct{}{}
-		touched = append(touched, n)
+		s[group] = struct{}{}
 	}
-	m.reclassNames(touched)
-	return m.end(), nil
+	m.reclassNames(lbs)
+}
+
+func (m *Model) leaveGroup(group string, lbs []string) {
+	for _, n := range lbs {
+		delete(m.lbGroups[n], group)
+	}
+	m.reclassNames(lbs)
 }
 
 // RemoveGroup removes a load-balancer group: its LBs leave the datapaths
@@ -275,15 +331,12 @@ func (m *Model) RemoveGroup(name string) (ChangeSet, error) {
 	}
 	m.begin()
 	delete(m.nbGroups, name)
-	for _, n := range old.LBs {
-		delete(m.lbGroups[n], name)
-	}
-	m.reclassNames(old.LBs)
+	m.leaveGroup(name, old.LBs)
 	return m.end(), nil
 }
 
 func (m *Model) reclassNames(names []string) {
-	for _, n := range dedup(names) {
+	for _, n := range names {
 		if l := m.lbs[n]; l != nil {
 			m.reclass(l)
 		}

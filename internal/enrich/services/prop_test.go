@@ -213,6 +213,23 @@ func TestIncrementalEqualsRecompute(t *testing.T) {
 							err = nil // expected ErrNotFound
 						}
 						delete(in.lbs, name)
+					case op < 6 && r.IntN(2) == 0:
+						name, lbs := fmt.Sprintf("g%d", r.IntN(4)), pick(r, "lb", 8, 2)
+						g, ok := in.groups[name]
+						if r.IntN(2) == 0 {
+							what = "add to " + name
+							cs, err = m.AddToGroup(name, lbs...)
+							g.LBs = append(slices.Clone(g.LBs), lbs...)
+						} else {
+							what = "remove from " + name
+							cs, err = m.RemoveFromGroup(name, lbs...)
+							g.LBs = slices.DeleteFunc(slices.Clone(g.LBs), func(s string) bool { return slices.Contains(lbs, s) })
+						}
+						if !ok {
+							err = nil // expected ErrNotFound
+						} else {
+							in.groups[name] = g
+						}
 					case op < 6:
 						g := Group{Name: fmt.Sprintf("g%d", r.IntN(4)), LBs: pick(r, "lb", 8, 5)}
 						what = "group " + g.Name
