@@ -21,14 +21,17 @@ func runBench(args []string, stdout_, stderr io.Writer) int {
 		}
 		fmt.Fprint(w, `Usage:
   weir bench gendb [flags]    build a flow store of generated records (see 'weir bench gendb --help')
+  weir bench lbstress [flags] OVN's load-balancer-group stress on weir's service model (see 'weir bench lbstress --help')
 `)
 		return code
 	}
 	switch args[0] {
 	case "gendb":
 		return runGendb(args[1:], stdout_, stderr)
+	case "lbstress":
+		return runLBStress(args[1:], stdout_, stderr)
 	}
-	fmt.Fprintf(stderr, "weir bench: unknown benchmark %q (gendb)\n", args[0])
+	fmt.Fprintf(stderr, "weir bench: unknown benchmark %q (gendb, lbstress)\n", args[0])
 	return exitUsage
 }
 

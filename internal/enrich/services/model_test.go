@@ -30,14 +30,18 @@ func mustBuild(t testing.TB, cfg Config, n, m int) *Model {
 func TestRowShapes(t *testing.T) {
 	m := mustBuild(t, Config{}, 2, 1)
 	got := m.Explain(netip.MustParseAddr("42.0.0.1"), 8080)
-	want := []struct{ stage, match, actions string }{
-		{StageSwitchPreStateful, "reg0[2] == 1 && ip4.dst == 42.0.0.1 && tcp.dst == 8080", "reg1 = 42.0.0.1; reg2[0..15] = 8080; ct_lb_mark;"},
-		{StageSwitchLB, "ct.new && ip4.dst == 42.0.0.1 && tcp.dst == 8080", "reg0[1] = 0; ct_lb_mark(backends=42.0.0.2:8081);"},
-		{StageRouterIPInput, "arp.op == 1 && arp.tpa == $", "eth.dst = eth.src;"},
-		{StageRouterDefrag, "ip && ip4.dst == 42.0.0.1 && tcp", "reg0 = 42.0.0.1; reg9[16..31] = tcp.dst; ct_dnat;"},
-		{StageRouterDNAT, "ct.new && !ct.rel && ip4 && reg0 == 42.0.0.1 && tcp && reg9[16..31] == 8080", "ct_lb_mark(backends=42.0.0.2:8081);"},
-		{StageRouterDNAT, "ct.est && !ct.rel && ip4 && reg0 == 42.0.0.1 && tcp && reg9[16..31] == 8080 && ct_mark.natted == 1", "next;"},
-		{StageRouterUnDNAT, "ip4 && ((ip4.src == 42.0.0.2 && tcp.src == 8081))", "ct_dnat;"},
+	want := []struct {
+		stage          string
+		prio           uint16
+		match, actions string
+	}{
+		{StageSwitchPreStateful, 120, "reg0[2] == 1 && ip4.dst == 42.0.0.1 && tcp.dst == 8080", "reg1 = 42.0.0.1; reg2[0..15] = 8080; ct_lb_mark;"},
+		{StageSwitchLB, 120, "ct.new && ip4.dst == 42.0.0.1 && tcp.dst == 8080", "reg0[1] = 0; ct_lb_mark(backends=42.0.0.2:8081);"},
+		{StageRouterIPInput, 90, "arp.op == 1 && arp.tpa == $", "eth.dst = eth.src;"},
+		{StageRouterDefrag, 110, "ip && ip4.dst == 42.0.0.1 && tcp", "reg0 = 42.0.0.1; reg9[16..31] = tcp.dst; ct_dnat;"},
+		{StageRouterDNAT, 120, "ct.new && !ct.rel && ip4 && reg0 == 42.0.0.1 && tcp && reg9[16..31] == 8080", "ct_lb_mark(backends=42.0.0.2:8081);"},
+		{StageRouterDNAT, 120, "ct.est && !ct.rel && ip4 && reg0 == 42.0.0.1 && tcp && reg9[16..31] == 8080 && ct_mark.natted == 1", "next;"},
+		{StageRouterUnDNAT, 120, "ip4 && ((ip4.src == 42.0.0.2 && tcp.src == 8081))", "ct_dnat;"},
 	}
 	if len(got) != len(want) {
 		for _, e := range got {
@@ -47,8 +51,8 @@ func TestRowShapes(t *testing.T) {
 	}
 	for i, w := range want {
 		r := got[i].Row
-		if r.Stage != w.stage || !strings.HasPrefix(r.Match, w.match) || !strings.HasPrefix(r.Actions, w.actions) {
-			t.Errorf("row %d: %s %q %q, want %s %q %q", i, r.Stage, r.Match, r.Actions, w.stage, w.match, w.actions)
+		if r.Stage != w.stage || r.Priority != w.prio || !strings.HasPrefix(r.Match, w.match) || !strings.HasPrefix(r.Actions, w.actions) {
+			t.Errorf("row %d: %s %d %q %q, want %s %d %q %q", i, r.Stage, r.Priority, r.Match, r.Actions, w.stage, w.prio, w.match, w.actions)
 		}
 		wantDP := []string{"ls0", "ls1"}
 		if r.Kind == Router {

@@ -122,9 +122,9 @@ func vipRows(out []*Row, lb *LB, v *VIP) []*Row {
 	// connections and passes established ones, un-DNAT restores the
 	// VIP on replies from the backends.
 	if port != 0 {
-		add(Router, StageRouterDefrag, prio, "ip && "+ipf+".dst == "+as+" && "+proto, rreg+" = "+as+"; reg9[16..31] = "+proto+".dst; ct_dnat;")
+		add(Router, StageRouterDefrag, prio-10, "ip && "+ipf+".dst == "+as+" && "+proto, rreg+" = "+as+"; reg9[16..31] = "+proto+".dst; ct_dnat;")
 	} else {
-		add(Router, StageRouterDefrag, prio, "ip && "+ipf+".dst == "+as, rreg+" = "+as+"; ct_dnat;")
+		add(Router, StageRouterDefrag, prio-10, "ip && "+ipf+".dst == "+as, rreg+" = "+as+"; ct_dnat;")
 	}
 	if aff {
 		add(Router, StageRouterAffCheck, 100, "ct.new && !ct.rel && "+rtDst, "reg9[6] = chk_lb_aff(); next;")
