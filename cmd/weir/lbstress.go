@@ -24,10 +24,10 @@ type lbResult struct {
 	Nodes        int     `json:"nodes"`
 	LBs          int     `json:"lbs"`
 	Groups       bool    `json:"groups"`
-	BuildMS      float64 `json:"build_ms"`       // adding the nodes and the M LBs one transaction at a time
-	LastAddUS    float64 `json:"last_add_us"`    // the one more LB, first time
+	BuildMS      float64 `json:"build_ms"`        // adding the nodes and the M LBs one transaction at a time
+	LastAddUS    float64 `json:"last_add_us"`     // the one more LB, first time
 	LastAddMedUS float64 `json:"last_add_med_us"` // median of repeated add/remove of it
-	RecomputeMS  float64 `json:"recompute_ms"`   // a full compile of the same inputs (median of 3)
+	RecomputeMS  float64 `json:"recompute_ms"`    // a full compile of the same inputs (median of 3)
 	Rows         int     `json:"rows"`
 	DPGroups     int     `json:"dp_groups"`
 	AddrSets     int     `json:"addr_sets"`

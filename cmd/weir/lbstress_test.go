@@ -46,4 +46,3 @@ func TestLBStress(t *testing.T) {
 		t.Errorf("--groups maybe: exit %d", code)
 	}
 }
-
