@@ -36,6 +36,8 @@ type label struct {
 	rule               string
 	mark               uint32
 	zone               uint16
+	enr                [numEnrichStrs]string // the enrichment strings, AttrSrcWorkload order
+	smatch             uint8
 }
 
 // maxLabels bounds the label ids, which have 24 bits in a key (a
@@ -45,7 +47,7 @@ var maxLabels = 1<<24 - 1
 // errTooManyLabels fails a query whose groups need more than maxLabels
 // label ids.
 func errTooManyLabels() error {
-	return fmt.Errorf("query: more than %d distinct (iface, drop_reason, sampling, nat_*, verdict, rule, ct_mark, ct_zone) groups", maxLabels)
+	return fmt.Errorf("query: more than %d distinct (iface, drop_reason, sampling, nat_*, verdict, rule, ct_mark, ct_zone, workload and service) groups", maxLabels)
 }
 
 // sums are a group's counters in the group table. The drop counters, zero
@@ -218,6 +220,10 @@ func (g *agg) public(k gkey) Key {
 			p.NATDstIP = addrOf(&l.natDst.a, l.natDst.ver)
 		}
 		p.Verdict, p.Rule, p.Mark, p.Zone = flow.Verdict(l.verdict), l.rule, l.mark, l.zone
+		p.SrcWorkload, p.SrcNamespace, p.SrcNode = l.enr[0], l.enr[1], l.enr[2]
+		p.DstWorkload, p.DstNamespace, p.DstNode = l.enr[3], l.enr[4], l.enr[5]
+		p.Service, p.ServiceBackends, p.ServiceGroup = l.enr[6], l.enr[7], l.enr[8]
+		p.ServiceMatch = flow.ServiceMatch(l.smatch)
 	}
 	if k.t != 0 {
 		p.Time = time.Unix(0, k.t).UTC()

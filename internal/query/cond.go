@@ -33,6 +33,16 @@ const (
 	aRule
 	aMark
 	aZone
+	aSrcWorkload // the enrichment attributes (cond_enrich.go): "" when not known
+	aSrcNamespace
+	aSrcNode
+	aDstWorkload
+	aDstNamespace
+	aDstNode
+	aService
+	aServiceBackends
+	aServiceGroup
+	aServiceMatch
 )
 
 func (a attr) isAddr() bool { return a <= aAddr || a == aNATSrcAddr || a == aNATDstAddr }
@@ -40,7 +50,9 @@ func (a attr) either() bool { return a == aAddr || a == aPort }
 func (a attr) isNAT() bool  { return a >= aNATSrcAddr && a <= aNATDstPort }
 
 var attrShow = [...]string{"sip", "dip", "host", "sport", "dport", "port", "proto", "iface", "vlan", "drop_reason", "sampling",
-	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone"}
+	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone",
+	"src_workload", "src_namespace", "src_node", "dst_workload", "dst_namespace", "dst_node",
+	"service", "service_backends", "service_group", "service_match"}
 
 type cmpOp uint8
 
@@ -166,8 +178,10 @@ func (l *leaf) value() string {
 		return `""`
 	case l.attr == aVerdict:
 		return quote(flow.Verdict(l.num).String())
-	case l.attr == aRule:
+	case l.attr == aRule || l.attr.isEnrichStr():
 		return quote(l.str)
+	case l.attr == aServiceMatch:
+		return quote(flow.ServiceMatch(l.num).String())
 	case l.attr.isAddr():
 		a := netip.AddrFrom16(l.addr)
 		bits := int(l.bits)
@@ -228,6 +242,11 @@ func (l *leaf) needs() store.Column {
 		return store.ColMark
 	case aZone:
 		return store.ColZone
+	case aServiceMatch:
+		return store.ColServiceMatch
+	}
+	if l.attr.isEnrichStr() {
+		return enrichCol(int(l.attr - aSrcWorkload))
 	}
 	return 0 // iface is the block's
 }
@@ -268,6 +287,8 @@ func (l *leaf) mayMatch(b *store.BlockInfo) bool {
 		return l.rangeMay(b, store.ColMark)
 	case aZone:
 		return l.rangeMay(b, store.ColZone)
+	case aServiceMatch:
+		return l.rangeMay(b, store.ColServiceMatch)
 	case aNATSrcAddr, aNATDstAddr, aNATSrcPort, aNATDstPort:
 		return l.natMay(b)
 	}

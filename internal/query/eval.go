@@ -110,6 +110,12 @@ func (l *leaf) eval(c *store.Columns, sel []bool, e *evaluator) {
 		evalNum(l.op, l.num, c.Zone, sel)
 	case aNATSrcAddr, aNATDstAddr, aNATSrcPort, aNATDstPort:
 		l.evalNAT(c, sel)
+	case aServiceMatch:
+		evalNum(l.op, l.num, c.ServiceMatch, sel)
+	default:
+		if l.attr.isEnrichStr() {
+			l.evalEnrich(c, sel)
+		}
 	}
 }
 

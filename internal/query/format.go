@@ -77,6 +77,11 @@ func cell(k *Key, a Attr) string {
 		return strconv.FormatUint(uint64(k.Mark), 10)
 	case AttrZone:
 		return strconv.FormatUint(uint64(k.Zone), 10)
+	case AttrServiceMatch:
+		return k.ServiceMatch.String()
+	}
+	if a.isEnrichStr() {
+		return k.enrichStr(a)
 	}
 	if !k.NATed { // a NAT attribute of records not translated: none
 		return ""
@@ -98,7 +103,7 @@ func cell(k *Key, a Attr) string {
 // value (a drop reason, verdict or rule that is "", a NAT attribute of
 // records not translated); CSV leaves the cell empty, JSON has "" or null.
 func noneInTable(a Attr) bool {
-	return a == AttrDropReason || a == AttrVerdict || a == AttrRule || a.isNAT()
+	return a == AttrDropReason || a == AttrVerdict || a == AttrRule || a.isNAT() || a.isEnrichStr() || a == AttrServiceMatch
 }
 
 // showDrops says whether the table and CSV have the drop columns: when
@@ -188,6 +193,17 @@ type jsonRow struct {
 	Rule       *string         `json:"rule,omitempty"`
 	Mark       *uint32         `json:"ct_mark,omitempty"`
 	Zone       *uint16         `json:"ct_zone,omitempty"`
+	// The enrichment attributes: "" when not known.
+	SrcWorkload     *string `json:"src_workload,omitempty"`
+	SrcNamespace    *string `json:"src_namespace,omitempty"`
+	SrcNode         *string `json:"src_node,omitempty"`
+	DstWorkload     *string `json:"dst_workload,omitempty"`
+	DstNamespace    *string `json:"dst_namespace,omitempty"`
+	DstNode         *string `json:"dst_node,omitempty"`
+	Service         *string `json:"service,omitempty"`
+	ServiceBackends *string `json:"service_backends,omitempty"`
+	ServiceGroup    *string `json:"service_group,omitempty"`
+	ServiceMatch    *string `json:"service_match,omitempty"`
 	jsonCounters
 }
 
@@ -251,6 +267,27 @@ func (res *Result) jsonRows() []jsonRow {
 				j.Mark = &r.Mark
 			case AttrZone:
 				j.Zone = &r.Zone
+			case AttrSrcWorkload:
+				j.SrcWorkload = &r.SrcWorkload
+			case AttrSrcNamespace:
+				j.SrcNamespace = &r.SrcNamespace
+			case AttrSrcNode:
+				j.SrcNode = &r.SrcNode
+			case AttrDstWorkload:
+				j.DstWorkload = &r.DstWorkload
+			case AttrDstNamespace:
+				j.DstNamespace = &r.DstNamespace
+			case AttrDstNode:
+				j.DstNode = &r.DstNode
+			case AttrService:
+				j.Service = &r.Service
+			case AttrServiceBackends:
+				j.ServiceBackends = &r.ServiceBackends
+			case AttrServiceGroup:
+				j.ServiceGroup = &r.ServiceGroup
+			case AttrServiceMatch:
+				m := r.ServiceMatch.String()
+				j.ServiceMatch = &m
 			}
 		}
 	}

@@ -40,6 +40,16 @@ func (sc *scanner) rowLabel(l label, c *store.Columns, i int) label {
 	if g[AttrZone] {
 		l.zone = c.Zone[i]
 	}
+	if sc.enrich {
+		for k := range numEnrichStrs {
+			if g[AttrSrcWorkload+Attr(k)] {
+				l.enr[k] = enrichValue(c, k, i)
+			}
+		}
+		if g[AttrServiceMatch] {
+			l.smatch = c.ServiceMatch[i]
+		}
+	}
 	return l
 }
 
@@ -98,6 +108,14 @@ func (k *Key) compare(o *Key) int {
 	}
 	if k.Zone != o.Zone {
 		return cmpNum(k.Zone, o.Zone)
+	}
+	for a := AttrSrcWorkload; a <= AttrServiceGroup; a++ {
+		if x, y := k.enrichStr(a), o.enrichStr(a); x != y {
+			return cmpStr(x, y)
+		}
+	}
+	if k.ServiceMatch != o.ServiceMatch {
+		return cmpNum(k.ServiceMatch, o.ServiceMatch)
 	}
 	return 0
 }

@@ -64,35 +64,45 @@ func FetchLive(ctx context.Context, rawURL string) ([]flow.Record, error) {
 
 // jsonRecord is the JSON form of flow.Record (docs/record.md).
 type jsonRecord struct {
-	SrcIP       netip.Addr `json:"src_ip"`
-	DstIP       netip.Addr `json:"dst_ip"`
-	SrcPort     uint16     `json:"src_port"`
-	DstPort     uint16     `json:"dst_port"`
-	Proto       uint8      `json:"proto"`
-	ICMPType    uint8      `json:"icmp_type"`
-	ICMPCode    uint8      `json:"icmp_code"`
-	Packets     uint64     `json:"packets"`
-	Bytes       uint64     `json:"bytes"`
-	RevPackets  uint64     `json:"rev_packets"`
-	RevBytes    uint64     `json:"rev_bytes"`
-	TCPFlags    uint8      `json:"tcp_flags"`
-	RevTCPFlags uint8      `json:"rev_tcp_flags"`
-	Start       time.Time  `json:"start"`
-	End         time.Time  `json:"end"`
-	Iface       string     `json:"iface"`
-	VLAN        uint16     `json:"vlan"`
-	DropPackets uint64     `json:"drop_packets"`
-	DropBytes   uint64     `json:"drop_bytes"`
-	DropReason  string     `json:"drop_reason"`
-	Sampling    uint32     `json:"sampling"`
-	NATSrcIP    netip.Addr `json:"nat_src_ip"` // absent when not translated
-	NATDstIP    netip.Addr `json:"nat_dst_ip"`
-	NATSrcPort  uint16     `json:"nat_src_port"`
-	NATDstPort  uint16     `json:"nat_dst_port"`
-	Verdict     string     `json:"verdict"`
-	Rule        string     `json:"rule"`
-	Mark        uint32     `json:"ct_mark"`
-	Zone        uint16     `json:"ct_zone"`
+	SrcIP           netip.Addr `json:"src_ip"`
+	DstIP           netip.Addr `json:"dst_ip"`
+	SrcPort         uint16     `json:"src_port"`
+	DstPort         uint16     `json:"dst_port"`
+	Proto           uint8      `json:"proto"`
+	ICMPType        uint8      `json:"icmp_type"`
+	ICMPCode        uint8      `json:"icmp_code"`
+	Packets         uint64     `json:"packets"`
+	Bytes           uint64     `json:"bytes"`
+	RevPackets      uint64     `json:"rev_packets"`
+	RevBytes        uint64     `json:"rev_bytes"`
+	TCPFlags        uint8      `json:"tcp_flags"`
+	RevTCPFlags     uint8      `json:"rev_tcp_flags"`
+	Start           time.Time  `json:"start"`
+	End             time.Time  `json:"end"`
+	Iface           string     `json:"iface"`
+	VLAN            uint16     `json:"vlan"`
+	DropPackets     uint64     `json:"drop_packets"`
+	DropBytes       uint64     `json:"drop_bytes"`
+	DropReason      string     `json:"drop_reason"`
+	Sampling        uint32     `json:"sampling"`
+	NATSrcIP        netip.Addr `json:"nat_src_ip"` // absent when not translated
+	NATDstIP        netip.Addr `json:"nat_dst_ip"`
+	NATSrcPort      uint16     `json:"nat_src_port"`
+	NATDstPort      uint16     `json:"nat_dst_port"`
+	Verdict         string     `json:"verdict"`
+	Rule            string     `json:"rule"`
+	Mark            uint32     `json:"ct_mark"`
+	Zone            uint16     `json:"ct_zone"`
+	SrcWorkload     string     `json:"src_workload"`
+	SrcNamespace    string     `json:"src_namespace"`
+	SrcNode         string     `json:"src_node"`
+	DstWorkload     string     `json:"dst_workload"`
+	DstNamespace    string     `json:"dst_namespace"`
+	DstNode         string     `json:"dst_node"`
+	Service         string     `json:"service"`
+	ServiceBackends string     `json:"service_backends"`
+	ServiceGroup    string     `json:"service_group"`
+	ServiceMatch    string     `json:"service_match"`
 }
 
 // ReadRecords parses JSON-lines flow records (docs/record.md), at most
@@ -101,6 +111,7 @@ func ReadRecords(r io.Reader, limit int) ([]flow.Record, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxLiveLine)
 	var out []flow.Record
+	var in enrichInterner
 	for line := 1; sc.Scan(); line++ {
 		if len(sc.Bytes()) == 0 {
 			continue
@@ -140,6 +151,12 @@ func ReadRecords(r io.Reader, limit int) ([]flow.Record, error) {
 			return nil, fmt.Errorf("live: line %d: %w", line, err)
 		}
 		rec.Verdict, rec.Rule, rec.Mark, rec.Zone = v, j.Rule, j.Mark, j.Zone
+		if rec.ServiceMatch, err = flow.ParseServiceMatch(j.ServiceMatch); err != nil {
+			return nil, fmt.Errorf("live: line %d: %w", line, err)
+		}
+		rec.SrcWorkload = in.workload(j.SrcWorkload, j.SrcNamespace, j.SrcNode)
+		rec.DstWorkload = in.workload(j.DstWorkload, j.DstNamespace, j.DstNode)
+		rec.Service = in.service(j.Service, j.ServiceBackends, j.ServiceGroup)
 		out = append(out, rec)
 	}
 	if err := sc.Err(); err != nil {
@@ -184,6 +201,8 @@ func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
 		c.NATSrcPort, c.NATDstPort = append(c.NATSrcPort, n.SrcPort), append(c.NATDstPort, n.DstPort)
 		c.Verdict, c.Rule = append(c.Verdict, uint8(r.Verdict)), append(c.Rule, r.Rule)
 		c.Mark, c.Zone = append(c.Mark, r.Mark), append(c.Zone, r.Zone)
+		c.SrcWorkload, c.DstWorkload = append(c.SrcWorkload, r.SrcWorkload), append(c.DstWorkload, r.DstWorkload)
+		c.Service, c.ServiceMatch = append(c.Service, r.Service), append(c.ServiceMatch, uint8(r.ServiceMatch))
 	}
 	out := make([]store.Columns, 0, len(names))
 	for _, n := range names {
@@ -232,4 +251,45 @@ func sameBlocks(a, b []store.BlockInfo) bool {
 		}
 	}
 	return true
+}
+
+// enrichInterner shares one workload or service among the records that
+// name the same one, as enrichment does.
+type enrichInterner struct {
+	wl  map[flow.Workload]*flow.Workload
+	svc map[flow.Service]*flow.Service
+}
+
+// workload is the shared workload of these strings, nil if all are "".
+func (in *enrichInterner) workload(name, ns, node string) *flow.Workload {
+	w := flow.Workload{Name: name, Namespace: ns, Node: node}
+	if w == (flow.Workload{}) {
+		return nil
+	}
+	if in.wl == nil {
+		in.wl = map[flow.Workload]*flow.Workload{}
+	}
+	p := in.wl[w]
+	if p == nil {
+		p = &w
+		in.wl[w] = p
+	}
+	return p
+}
+
+// service is the shared service of these strings, nil if all are "".
+func (in *enrichInterner) service(name, backends, group string) *flow.Service {
+	s := flow.Service{Name: name, Backends: backends, Group: group}
+	if s == (flow.Service{}) {
+		return nil
+	}
+	if in.svc == nil {
+		in.svc = map[flow.Service]*flow.Service{}
+	}
+	p := in.svc[s]
+	if p == nil {
+		p = &s
+		in.svc[s] = p
+	}
+	return p
 }

@@ -162,6 +162,10 @@ var attrNames = map[string]attr{
 	"rule":    aRule,
 	"ct_mark": aMark, "mark": aMark,
 	"ct_zone": aZone, "zone": aZone,
+	"src_workload": aSrcWorkload, "src_namespace": aSrcNamespace, "src_node": aSrcNode,
+	"dst_workload": aDstWorkload, "dst_namespace": aDstNamespace, "dst_node": aDstNode,
+	"service": aService, "service_backends": aServiceBackends, "service_group": aServiceGroup,
+	"service_match": aServiceMatch,
 }
 
 // primitive := ATTR [OP] VALUE | PROTONAME
@@ -178,7 +182,8 @@ func (p *parser) primitive() (node, error) {
 			msg += fmt.Sprintf("; did you mean %q?", s)
 		} else {
 			msg += "; want sip, dip, host, net, snet, dnet, sport, dport, port, proto, iface, vlan, drop_reason, sampling, " +
-				"nat_src_ip, nat_dst_ip, nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone or a protocol name"
+				"nat_src_ip, nat_dst_ip, nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload, dst_workload, " +
+				"src_namespace, dst_namespace, src_node, dst_node, service, service_backends, service_group, service_match or a protocol name"
 		}
 		return nil, p.errAt(t, msg)
 	}
@@ -186,7 +191,7 @@ func (p *parser) primitive() (node, error) {
 	if o := p.peek(); o.kind == tOp {
 		p.next()
 		l.op = ops[o.text]
-		if (a.isAddr() || a == aIface || a == aDropReason || a == aVerdict || a == aRule) && l.op != opEq && l.op != opNe {
+		if (a.isAddr() || a == aIface || a == aDropReason || a == aVerdict || a == aRule || a.isEnrichStr() || a == aServiceMatch) && l.op != opEq && l.op != opNe {
 			return nil, p.errAt(o, fmt.Sprintf("%s compares only with = or !=", name))
 		}
 	}
@@ -224,8 +229,17 @@ func (l *leaf) setValue(w string) string {
 			return `expected a verdict: deny, or "" or none for records without one`
 		}
 		l.num = uint64(v)
-	case aRule:
+	case aRule, aSrcWorkload, aSrcNamespace, aSrcNode, aDstWorkload, aDstNamespace, aDstNode, aService, aServiceBackends, aServiceGroup:
 		l.str = w
+	case aServiceMatch:
+		m, err := flow.ParseServiceMatch(strings.ToLower(w))
+		if strings.EqualFold(w, "none") {
+			m, err = flow.ServiceMatchNone, nil
+		}
+		if err != nil {
+			return `expected a service match: vip, nat, backend, ambiguous, or "" or none for records without a service`
+		}
+		l.num = uint64(m)
 	case aMark:
 		return l.setNum(w, math.MaxUint32, "a conntrack mark (0-4294967295)")
 	case aZone:

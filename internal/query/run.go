@@ -111,6 +111,38 @@ type Key struct {
 	Rule                   string // "" for records without a rule
 	Mark                   uint32 // conntrack mark
 	Zone                   uint16 // conntrack zone
+	// The workloads at the two ends and the service the flow reached
+	// (when grouped by), "" for records whose workload or service is not
+	// known.
+	SrcWorkload, SrcNamespace, SrcNode     string
+	DstWorkload, DstNamespace, DstNode     string
+	Service, ServiceBackends, ServiceGroup string
+	ServiceMatch                           flow.ServiceMatch
+}
+
+// enrichStr is k's value of enrichment string attribute a.
+func (k *Key) enrichStr(a Attr) string {
+	switch a {
+	case AttrSrcWorkload:
+		return k.SrcWorkload
+	case AttrSrcNamespace:
+		return k.SrcNamespace
+	case AttrSrcNode:
+		return k.SrcNode
+	case AttrDstWorkload:
+		return k.DstWorkload
+	case AttrDstNamespace:
+		return k.DstNamespace
+	case AttrDstNode:
+		return k.DstNode
+	case AttrService:
+		return k.Service
+	case AttrServiceBackends:
+		return k.ServiceBackends
+	case AttrServiceGroup:
+		return k.ServiceGroup
+	}
+	return ""
 }
 
 // Row is one group of the result.
@@ -269,6 +301,7 @@ type scanner struct {
 	from, to, res     int64
 	group             [numAttrs]bool
 	labels            bool // grouping by drop_reason, sampling or a later attribute: a label per row
+	enrich            bool // grouping by an enrichment attribute
 	cols              store.Columns
 	sel               []bool
 	ev                evaluator
@@ -330,6 +363,13 @@ func newScanner(q *Query, from, to int64) *scanner {
 			need |= store.ColMark
 		case AttrZone:
 			need |= store.ColZone
+		case AttrServiceMatch:
+			need |= store.ColServiceMatch
+			sc.enrich = true
+		}
+		if a.isEnrichStr() {
+			need |= enrichCol(int(a - AttrSrcWorkload))
+			sc.enrich = true
 		}
 	}
 	for a := AttrDropReason; a < numAttrs; a++ {

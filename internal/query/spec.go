@@ -31,11 +31,24 @@ const (
 	AttrRule       // the rule behind the verdict (NFLOG prefix)
 	AttrMark       // conntrack mark
 	AttrZone       // conntrack zone
+	// The enrichment attributes: "" when not known.
+	AttrSrcWorkload     // name of the source's workload
+	AttrSrcNamespace    // its namespace
+	AttrSrcNode         // its node
+	AttrDstWorkload     // name of the destination's workload
+	AttrDstNamespace    // its namespace
+	AttrDstNode         // its node
+	AttrService         // the service the flow reached
+	AttrServiceBackends // the service's backends
+	AttrServiceGroup    // its load-balancer group(s)
+	AttrServiceMatch    // how the service was found: vip, nat, backend, ambiguous, or none
 	numAttrs
 )
 
 var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto", "drop_reason", "sampling",
-	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone"}
+	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone",
+	"src_workload", "src_namespace", "src_node", "dst_workload", "dst_namespace", "dst_node",
+	"service", "service_backends", "service_group", "service_match"}
 
 // isNAT reports whether a is one of the post-NAT attributes, which a
 // record not translated does not have.
@@ -80,7 +93,8 @@ func ParseGroupBy(s string) ([]Attr, error) {
 		}
 		if i < 0 {
 			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, " +
-				"nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
+				"nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload, dst_workload, src_namespace, dst_namespace, " +
+				"src_node, dst_node, service, service_backends, service_group, service_match or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
 			if name == "" {
 				msg = "empty attribute"
 			}
@@ -95,7 +109,11 @@ func ParseGroupBy(s string) ([]Attr, error) {
 var condToAttr = map[attr]Attr{aSrcAddr: AttrSrcIP, aDstAddr: AttrDstIP, aSrcPort: AttrSrcPort,
 	aDstPort: AttrDstPort, aProto: AttrProto, aIface: AttrIface, aDropReason: AttrDropReason, aSampling: AttrSampling,
 	aNATSrcAddr: AttrNATSrcIP, aNATDstAddr: AttrNATDstIP, aNATSrcPort: AttrNATSrcPort, aNATDstPort: AttrNATDstPort,
-	aVerdict: AttrVerdict, aRule: AttrRule, aMark: AttrMark, aZone: AttrZone}
+	aVerdict: AttrVerdict, aRule: AttrRule, aMark: AttrMark, aZone: AttrZone,
+	aSrcWorkload: AttrSrcWorkload, aSrcNamespace: AttrSrcNamespace, aSrcNode: AttrSrcNode,
+	aDstWorkload: AttrDstWorkload, aDstNamespace: AttrDstNamespace, aDstNode: AttrDstNode,
+	aService: AttrService, aServiceBackends: AttrServiceBackends, aServiceGroup: AttrServiceGroup,
+	aServiceMatch: AttrServiceMatch}
 
 // Metric is what results are ranked by.
 type Metric uint8

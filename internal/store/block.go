@@ -47,15 +47,26 @@ const (
 	cRule
 	cMark
 	cZone
+	cSrcWlName // the columns from here on are new in version 5
+	cSrcWlNamespace
+	cSrcWlNode
+	cDstWlName
+	cDstWlNamespace
+	cDstWlNode
+	cSvcName
+	cSvcBackends
+	cSvcGroup
+	cServiceMatch
 	numCols
 )
 
 // numColsV2 is the column count of version 1 and 2 blocks (ids below
-// cDropPackets), numColsV3 that of version 3 blocks; their later columns
-// read as zero or empty.
+// cDropPackets), numColsV3 that of version 3 blocks, numColsV4 that of
+// version 4; their later columns read as zero or empty.
 const (
 	numColsV2 = cDropPackets
 	numColsV3 = cNATSrcAddr
+	numColsV4 = cSrcWlName
 )
 
 // firstSparse is the first column a version 4 block may omit (its
@@ -66,7 +77,7 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 4
+	blockVersion = 5
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
@@ -98,8 +109,8 @@ type colMeta struct {
 // blockHeader is a parsed, checked block header.
 type blockHeader struct {
 	rows      int
-	ncols     int    // column ids the block's version has: numCols, numColsV3 or numColsV2
-	omit      uint32 // version 4: bit id set = column id is all zero or "", not stored
+	ncols     int    // column ids the block's version has: numCols, numColsV4, numColsV3 or numColsV2
+	omit      uint64 // versions 4 and 5: bit id set = column id is all zero or "", not stored
 	minStart  int64
 	maxEnd    int64
 	blockLen  int
@@ -123,10 +134,12 @@ type blockEncoder struct {
 	u16     []uint16
 	cv      [numCols][]uint64 // extracted integer columns
 	nonZero [numCols]uint64   // OR of each sparse column's values (strings: lengths; addresses: their words)
-	omit    uint32            // sparse columns of the last encode left out (all zero)
+	omit    uint64            // sparse columns of the last encode left out (all zero)
+	enr     bool              // the last encode's records have enrichment fields
 	st      strTable
 	cut     int // drop reasons of the last encode cut to maxStrLen
 	cutRule int // rules likewise
+	cutEnr  int // enrichment strings cut to maxLongStr
 	stream  []byte
 	alt     []byte
 	comp    []byte
@@ -203,6 +216,7 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	// block, whose columns are then left out without another pass.
 	var ordp, ordb, orsm, orrs uint64
 	var orns, ornd, ornv, orps, orpd, orvd, orrl, ormk, orzn uint64
+	enr := false
 	for i := range recs {
 		r := &recs[i]
 		ipv[i], pr[i], it[i], ic[i] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
@@ -217,7 +231,9 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 		ornv, orps, orpd = ornv|uint64(n.IPVersion), orps|uint64(n.SrcPort), orpd|uint64(n.DstPort)
 		orvd, orrl = orvd|uint64(r.Verdict), orrl|uint64(len(r.Rule))
 		ormk, orzn = ormk|uint64(r.Mark), orzn|uint64(r.Zone)
+		enr = enr || r.SrcWorkload != nil || r.DstWorkload != nil || r.Service != nil || r.ServiceMatch != 0
 	}
+	e.enr = enr
 	z := &e.nonZero
 	z[cDropPackets], z[cDropBytes], z[cSampling], z[cDropReason] = ordp, ordb, orsm, orrs
 	z[cNATSrcAddr], z[cNATDstAddr], z[cNATVersion], z[cNATSrcPort], z[cNATDstPort] = orns, ornd, ornv, orps, orpd
@@ -236,7 +252,7 @@ var intCols = [...]int{cIPVersion, cProto, cICMPType, cICMPCode, cPackets, cByte
 // omitCol leaves sparse column id out of the block: it is all zero (or
 // "", or ::) and its omitted bit says so.
 func (e *blockEncoder) omitCol(id int) {
-	e.omit |= 1 << id
+	e.omit |= 1 << uint(id)
 	e.cols[id] = colMeta{}
 }
 
@@ -276,6 +292,8 @@ func sparseOf(r *flow.Record, id int) uint64 {
 		return uint64(r.Mark)
 	case cZone:
 		return uint64(r.Zone)
+	case cServiceMatch:
+		return uint64(r.ServiceMatch)
 	}
 	return 0
 }
@@ -290,7 +308,11 @@ func (e *blockEncoder) putStrs(id int, recs []flow.Record) (cut int) {
 	}
 	var lo, hi uint64
 	e.stream, lo, hi, cut = e.st.encodeCol(e.stream[:0], recs, id)
-	e.put(id, encSDict, e.stream, lo, hi, 0)
+	enc := uint8(encSDict)
+	if isLongStr(id) {
+		enc = encSDictL
+	}
+	e.put(id, enc, e.stream, lo, hi, 0)
 	return cut
 }
 
@@ -417,6 +439,7 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	e.cutRule = e.putStrs(cRule, recs)
 	e.putSparse(cMark, recs, true)
 	e.putSparse(cZone, recs, true)
+	e.cutEnr = e.putEnrich(recs)
 	minStart, _ := e.putCol(cStart, true, true, false)
 	e.putEnd(recs)
 	maxEnd := e.cols[cEnd].max
@@ -442,7 +465,7 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 		h.minStart, h.maxEnd = 0, 0
 	}
 	h.omit = e.omit
-	hl := fixedHeader + (numCols-bits.OnesCount32(e.omit))*dirEntry + 4
+	hl := fixedHeader + (numCols-bits.OnesCount64(e.omit))*dirEntry + 4
 	for i := range e.blooms {
 		hl += 8 + 8*len(e.blooms[i].words)
 	}
@@ -451,13 +474,14 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	dst = append(dst, blockMagic...)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.blockLen))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.headerLen))
-	dst = append(dst, blockVersion, numCols, 0, 0)
+	dst = append(dst, blockVersion, numCols)
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(e.omit>>32))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.rows))
-	dst = binary.LittleEndian.AppendUint32(dst, e.omit)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(e.omit))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.minStart))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.maxEnd))
 	for i := range e.cols {
-		if e.omit&(1<<i) != 0 {
+		if e.omit&(1<<uint(i)) != 0 {
 			continue
 		}
 		c := &e.cols[i]
@@ -504,84 +528,4 @@ func (e *blockEncoder) putEnd(recs []flow.Record) {
 		}
 	}
 	e.append(cEnd, relEnc, relComp, rel, len(e.alt), lo, hi, flagEndRel)
-}
-
-// maxRawLen bounds column id's raw stream in a block of rows rows: 8
-// bytes a row and its header for numbers (addresses: 1 + 16 + 4 for a
-// dictionary index, under 32), one length byte, maxStrLen bytes and a
-// 3-byte index a row for strings.
-func maxRawLen(id, rows int) int64 {
-	if id == cDropReason || id == cRule {
-		return 64 + int64(1+maxStrLen+3)*int64(rows)
-	}
-	return 64 + 32*int64(rows)
-}
-
-// parseHeader checks and parses a block header from b (at least the header).
-func parseHeader(b []byte, verify bool) (*blockHeader, error) {
-	if len(b) < fixedHeader || string(b[:4]) != blockMagic {
-		return nil, errCorruptBlock
-	}
-	h := &blockHeader{
-		blockLen:  int(binary.LittleEndian.Uint32(b[4:8])),
-		headerLen: int(binary.LittleEndian.Uint32(b[8:12])),
-		rows:      int(binary.LittleEndian.Uint32(b[16:20])),
-		minStart:  int64(binary.LittleEndian.Uint64(b[24:32])),
-		maxEnd:    int64(binary.LittleEndian.Uint64(b[32:40])),
-	}
-	hl := h.headerLen
-	// Versions 1 and 2 (1 without compression 2) store the first
-	// numColsV2 columns in the same layout, version 3 the first
-	// numColsV3: read, the others are absent. Version 4 leaves out the
-	// sparse columns its omitted bitmap names.
-	ver := b[12]
-	switch {
-	case ver < 3:
-		h.ncols = numColsV2
-	case ver == 3:
-		h.ncols = numColsV3
-	default:
-		h.ncols = numCols
-	}
-	h.omit = binary.LittleEndian.Uint32(b[20:24])
-	ndir := h.ncols - bits.OnesCount32(h.omit)
-	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || (ver < 4 && h.omit != 0) ||
-		h.omit&(1<<firstSparse-1) != 0 || h.omit>>numCols != 0 || hl < fixedHeader+ndir*dirEntry+4 ||
-		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
-		return nil, errCorruptBlock
-	}
-	if verify && crc32.Checksum(b[:hl-4], castagnoli) != binary.LittleEndian.Uint32(b[hl-4:hl]) {
-		return nil, errCorruptBlock
-	}
-	p := b[fixedHeader:]
-	for i := range h.ncols {
-		if h.omit&(1<<i) != 0 {
-			continue
-		}
-		c := &h.cols[i]
-		c.enc, c.comp, c.flags = p[0], p[1], p[2]
-		c.off = binary.LittleEndian.Uint32(p[4:])
-		c.slen = binary.LittleEndian.Uint32(p[8:])
-		c.rlen = binary.LittleEndian.Uint32(p[12:])
-		c.ck = binary.LittleEndian.Uint32(p[16:])
-		c.min = binary.LittleEndian.Uint64(p[20:])
-		c.max = binary.LittleEndian.Uint64(p[28:])
-		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
-			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
-			return nil, errCorruptBlock
-		}
-		p = p[dirEntry:]
-	}
-	p = b[fixedHeader+ndir*dirEntry : hl-4]
-	for i := range h.blooms {
-		n, ok := parseBloom(p, &h.blooms[i])
-		if !ok {
-			return nil, errCorruptBlock
-		}
-		p = p[n:]
-	}
-	if len(p) != 0 {
-		return nil, errCorruptBlock
-	}
-	return h, nil
 }

@@ -124,6 +124,8 @@ func (b *BlockInfo) Range(c Column) (lo, hi uint64, ok bool) {
 		id = cMark
 	case ColZone:
 		id = cZone
+	case ColServiceMatch:
+		id = cServiceMatch
 	default:
 		return 0, 0, false
 	}

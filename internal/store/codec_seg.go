@@ -46,8 +46,8 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 		}
 	case encARaw:
 		end, _ = addrCuts(&cuts, st, 0, n)
-	case encSDict:
-		end = strCuts(&cuts, st, n)
+	case encSDict, encSDictL:
+		end = strCuts(&cuts, enc, st, n)
 	}
 	if end != len(st) {
 		return cuts[:start]

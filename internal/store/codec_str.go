@@ -13,9 +13,17 @@ import (
 // frequency, then the index planes.
 const encSDict = 7
 
+// encSDictL is sdict with uvarint entry lengths of up to maxLongStr
+// bytes (FORMAT in doc.go): the version 5 enrichment columns.
+const encSDictL = 8
+
 // maxStrLen bounds a stored string: longer ones are cut (at a UTF-8 rune
 // start) when written. Kernel drop reason names are under 40 bytes.
 const maxStrLen = 64
+
+// maxLongStr bounds a stored enrichment string (a workload or service
+// name, a service's backend list): longer ones are cut likewise.
+const maxLongStr = 4096
 
 // maxInterned bounds a decoder's cache of the strings it has built.
 const maxInterned = 4096
@@ -30,13 +38,13 @@ type strTable struct {
 	rank  []uint64
 }
 
-// clip cuts s to at most maxStrLen bytes, backing up to a rune start so
-// that a cut UTF-8 string stays valid.
-func clip(s string) (string, bool) {
-	if len(s) <= maxStrLen {
+// clip cuts s to at most max bytes, backing up to a rune start so that a
+// cut UTF-8 string stays valid.
+func clip(s string, max int) (string, bool) {
+	if len(s) <= max {
 		return s, false
 	}
-	n := maxStrLen
+	n := max
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
@@ -50,19 +58,39 @@ func (t *strTable) encodeStrs(dst []byte, recs []flow.Record) (out []byte, lo, h
 	return t.encodeCol(dst, recs, cDropReason)
 }
 
-// strOf is record r's string of column id: DropReason or Rule.
+// strOf is record r's string of column id: DropReason, Rule or an
+// enrichment string ("" for a nil workload or service).
 func strOf(r *flow.Record, id int) string {
-	if id == cRule {
+	switch id {
+	case cRule:
 		return r.Rule
+	case cDropReason:
+		return r.DropReason
 	}
-	return r.DropReason
+	return enrichStr(r, id)
 }
 
-// encodeCol is encodeStrs for string column id (cDropReason or cRule).
+// appendEntry appends dictionary entry s: a u8 length for sdict, a
+// uvarint one for sdictl (long).
+func appendEntry(dst []byte, s string, long bool) []byte {
+	if long {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+	} else {
+		dst = append(dst, byte(len(s)))
+	}
+	return append(dst, s...)
+}
+
+// encodeCol is encodeStrs for string column id (cDropReason, cRule, or
+// an enrichment column, which is sdictl: isLongStr).
 func (t *strTable) encodeCol(dst []byte, recs []flow.Record, id int) (out []byte, lo, hi uint64, cut int) {
 	n := len(recs)
 	if n == 0 {
 		return append(binary.LittleEndian.AppendUint32(dst, 0), 0), 0, 0, 0
+	}
+	long, maxLen := isLongStr(id), maxStrLen
+	if long {
+		maxLen = maxLongStr
 	}
 	// Nearly every block has one value (no drops: ""): one entry, no
 	// index planes, found without hashing.
@@ -75,12 +103,12 @@ func (t *strTable) encodeCol(dst []byte, recs []flow.Record, id int) (out []byte
 		}
 	}
 	if same {
-		s, c := clip(first)
+		s, c := clip(first, maxLen)
 		if c {
 			cut = n
 		}
-		dst = append(binary.LittleEndian.AppendUint32(dst, 1), 0, byte(len(s)))
-		return append(dst, s...), uint64(len(s)), uint64(len(s)), cut
+		dst = append(binary.LittleEndian.AppendUint32(dst, 1), 0)
+		return appendEntry(dst, s, long), uint64(len(s)), uint64(len(s)), cut
 	}
 	if t.m == nil {
 		t.m = make(map[string]int32)
@@ -102,7 +130,7 @@ func (t *strTable) encodeCol(dst []byte, recs []flow.Record, id int) (out []byte
 			continue
 		}
 		last = s
-		s, lastCut = clip(s)
+		s, lastCut = clip(s, maxLen)
 		if lastCut {
 			cut++
 		}
@@ -122,12 +150,11 @@ func (t *strTable) encodeCol(dst []byte, recs []flow.Record, id int) (out []byte
 	iw := byteWidth(uint64(d - 1))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
 	dst = append(dst, byte(iw))
-	lo = maxStrLen
+	lo = uint64(maxLen)
 	for _, oi := range o {
 		s := t.dict[oi]
 		lo, hi = min(lo, uint64(len(s))), max(hi, uint64(len(s)))
-		dst = append(dst, byte(len(s)))
-		dst = append(dst, s...)
+		dst = appendEntry(dst, s, long)
 	}
 	return putPlanes(dst, idx, iw), lo, hi, cut
 }
@@ -152,12 +179,34 @@ func (d *strDecoder) intern(b []byte) string {
 	return s
 }
 
-// decodeStrs decodes an sdict stream of n rows into dst (resized to n).
-// Every length, size and index is checked against the stream and n, so
-// the allocation is bounded by the stream's length.
+// decodeStrs decodes an sdict or sdictl stream of n rows into dst
+// (resized to n).
 func (d *strDecoder) decodeStrs(enc uint8, st []byte, n int, dst []string) ([]string, error) {
-	if enc != encSDict || len(st) < 5 {
-		return dst[:0], errBadStream
+	dict, idx, err := d.decodeDict(enc, st, n, &d.dict, &d.idx)
+	if err != nil {
+		return dst[:0], err
+	}
+	dst = slices.Grow(dst[:0], n)[:n]
+	if idx == nil { // one entry
+		for i := range dst {
+			dst[i] = dict[0]
+		}
+		return dst, nil
+	}
+	for i, x := range idx {
+		dst[i] = dict[x]
+	}
+	return dst, nil
+}
+
+// decodeDict decodes an sdict or sdictl stream of n rows into its
+// dictionary (in *dictBuf) and per-row indexes (in *idxBuf; nil when the
+// dictionary has one entry, which every row then holds). Every length,
+// size and index is checked against the stream and n, so the allocation
+// is bounded by the stream's length.
+func (d *strDecoder) decodeDict(enc uint8, st []byte, n int, dictBuf *[]string, idxBuf *[]uint32) (dict []string, idx []uint32, err error) {
+	if (enc != encSDict && enc != encSDictL) || len(st) < 5 {
+		return nil, nil, errBadStream
 	}
 	size := int64(binary.LittleEndian.Uint32(st[0:4]))
 	iw := int(st[4])
@@ -166,51 +215,67 @@ func (d *strDecoder) decodeStrs(enc uint8, st []byte, n int, dst []string) ([]st
 	// refused before anything is sized by it.
 	if iw > 4 || size > int64(n) || (size == 0) != (n == 0) || (iw == 0 && size > 1) ||
 		int64(len(p)) < size+int64(n)*int64(iw) {
-		return dst[:0], errBadStream
+		return nil, nil, errBadStream
 	}
-	dst = slices.Grow(dst[:0], n)[:n]
-	dict := slices.Grow(d.dict[:0], int(size))[:size]
-	d.dict = dict
+	dict = slices.Grow((*dictBuf)[:0], int(size))[:size]
+	*dictBuf = dict
 	for i := range dict {
-		if len(p) < 1 || int(p[0]) > maxStrLen || len(p) < 1+int(p[0]) {
-			return dst, errBadStream
+		l, k := entryLen(enc, p)
+		if k <= 0 || uint64(len(p)-k) < l {
+			return nil, nil, errBadStream
 		}
-		l := int(p[0])
-		dict[i] = d.intern(p[1 : 1+l])
-		p = p[1+l:]
+		dict[i] = d.intern(p[k : k+int(l)])
+		p = p[k+int(l):]
 	}
 	if int64(len(p)) != int64(n)*int64(iw) {
-		return dst, errBadStream
+		return nil, nil, errBadStream
 	}
-	if iw == 0 { // one entry (checked above)
-		for i := range dst {
-			dst[i] = dict[0]
-		}
-		return dst, nil
+	if iw == 0 { // one entry (checked above), or no rows
+		return dict, nil, nil
 	}
-	idx := slices.Grow(d.idx[:0], n)[:n]
-	d.idx = idx
+	idx = slices.Grow((*idxBuf)[:0], n)[:n]
+	*idxBuf = idx
 	getPlanes(p, idx, iw)
-	for i, x := range idx {
+	for _, x := range idx {
 		if int64(x) >= size {
-			return dst, errBadStream
+			return nil, nil, errBadStream
 		}
-		dst[i] = dict[x]
 	}
-	return dst, nil
+	return dict, idx, nil
+}
+
+// entryLen parses a dictionary entry's length at the start of p: the
+// length and the bytes it took, k <= 0 if it is malformed or over its
+// encoding's bound.
+func entryLen(enc uint8, p []byte) (l uint64, k int) {
+	if enc == encSDictL {
+		l, k = binary.Uvarint(p)
+		if l > maxLongStr {
+			return 0, -1
+		}
+		return l, k
+	}
+	if len(p) < 1 || int(p[0]) > maxStrLen {
+		return 0, -1
+	}
+	return uint64(p[0]), 1
 }
 
 // strCuts appends the plane cuts of an sdict stream of n rows (the
 // entries are one segment, each index plane another) and returns where
 // it ends, or -1 if it does not parse.
-func strCuts(cuts *[]int, st []byte, n int) int {
+func strCuts(cuts *[]int, enc uint8, st []byte, n int) int {
 	if len(st) < 5 {
 		return -1
 	}
 	size := int(binary.LittleEndian.Uint32(st[0:4]))
 	off := 5
 	for i := 0; i < size && off < len(st); i++ {
-		off += 1 + int(st[off])
+		l, k := entryLen(enc, st[off:])
+		if k <= 0 {
+			return -1
+		}
+		off += k + int(l)
 	}
 	if off > len(st) {
 		return -1

@@ -32,6 +32,8 @@ func rowOf(c *Columns, i int) flow.Record {
 		PostNAT: flow.Key{SrcAddr: c.NATSrcAddr[i], DstAddr: c.NATDstAddr[i], SrcPort: c.NATSrcPort[i], DstPort: c.NATDstPort[i],
 			IPVersion: c.NATVersion[i]},
 		Verdict: flow.Verdict(c.Verdict[i]), Rule: c.Rule[i], Mark: c.Mark[i], Zone: c.Zone[i],
+		SrcWorkload: c.SrcWorkload[i], DstWorkload: c.DstWorkload[i], Service: c.Service[i],
+		ServiceMatch: flow.ServiceMatch(c.ServiceMatch[i]),
 	}
 	if r.NATed() {
 		r.PostNAT.Proto, r.PostNAT.ICMPType, r.PostNAT.ICMPCode = r.Key.Proto, r.Key.ICMPType, r.Key.ICMPCode
@@ -53,7 +55,7 @@ func roundTrip(t *testing.T, e *blockEncoder, recs []flow.Record) *blockHeader {
 	for i := range recs {
 		want := recs[i]
 		want.Iface = ""
-		if got := rowOf(&c, i); got != want {
+		if got := rowOf(&c, i); !recEq(got, want) {
 			t.Fatalf("row %d:\n got %+v\nwant %+v", i, got, want)
 		}
 	}

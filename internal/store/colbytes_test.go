@@ -11,7 +11,8 @@ import (
 var colNames = [numCols]string{"SrcAddr", "DstAddr", "IPVersion", "SrcPort", "DstPort", "Proto", "ICMPType",
 	"ICMPCode", "Packets", "Bytes", "RevPackets", "RevBytes", "TCPFlags", "RevTCPFlags", "EndReason", "VLAN",
 	"Start", "End", "DropPackets", "DropBytes", "DropReason", "Sampling", "NATSrcAddr", "NATDstAddr", "NATVersion",
-	"NATSrcPort", "NATDstPort", "Verdict", "Rule", "Mark", "Zone"}
+	"NATSrcPort", "NATDstPort", "Verdict", "Rule", "Mark", "Zone", "SrcWlName", "SrcWlNamespace", "SrcWlNode",
+	"DstWlName", "DstWlNamespace", "DstWlNode", "SvcName", "SvcBackends", "SvcGroup", "ServiceMatch"}
 
 // TestColumnBytes writes the realistic generator's 12 windows through a
 // Store at the default settings and reports, from the blocks' column

@@ -16,7 +16,9 @@ import (
 // compression 2 (both before the drop and sampling columns);
 // testdata/block-v3.bin is goldenV3Recs (drops and sampling, before the
 // NAT, verdict and conntrack columns); testdata/block-v4.bin is
-// goldenV4Recs, written by TestWriteGoldenV4 (every column in use).
+// goldenV4Recs, written by TestWriteGoldenV4 (every column in use);
+// testdata/block-v5.bin is goldenV5Recs (TestWriteGoldenV5: workloads
+// and services too).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -28,7 +30,8 @@ var goldenBlocks = []struct {
 	{"block-v1.bin", 1, 6, numColsV2, func() []flow.Record { return compatRecs(6, 2) }, false},
 	{"block-v2.bin", 2, 600, numColsV2, func() []flow.Record { return compatRecs(600, 1) }, true},
 	{"block-v3.bin", 3, 400, numColsV3, goldenV3Recs, true},
-	{"block-v4.bin", 4, 300, numCols, goldenV4Recs, true},
+	{"block-v4.bin", 4, 300, numColsV4, goldenV4Recs, true},
+	{"block-v5.bin", 5, 250, numCols, goldenV5Recs, true},
 }
 
 // goldenV3Recs are the records of block-v3.bin: every 5th with drops,
@@ -114,7 +117,7 @@ func TestOldBlocks(t *testing.T) {
 		}
 		recs := g.recs()
 		for i := range recs {
-			if got := rowOf(&c, i); got != recs[i] {
+			if got := rowOf(&c, i); !recEq(got, recs[i]) {
 				t.Fatalf("%s row %d:\n got %+v\nwant %+v", g.file, i, got, recs[i])
 			}
 		}

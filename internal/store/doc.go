@@ -25,7 +25,9 @@
 // the drop counters, the sampling rate, the post-NAT key's addresses,
 // ports and version, the verdict, mark and zone, and drop reasons and
 // rules of up to 64 bytes (a longer one is cut at a rune start to at most
-// 64 bytes, with a warning).
+// 64 bytes, with a warning), and the workload and service strings of up
+// to 4096 bytes (likewise). A workload or service whose strings are all
+// "" reads back as nil (unknown).
 //
 // # FORMAT
 //
@@ -34,18 +36,19 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (4), u8 column count (31), u16 reserved (0)
+//	12  u8 version (5), u8 column count (41), u16 omitted columns'
+//	      bits 32-47 (version 5; 0 before)
 //	16  u32 rows
-//	20  u32 omitted columns: bit i set = column i is all 0 ("" for
-//	      strings, :: for addresses) and has no directory entry and no
-//	      bytes; only columns 18 and up (0 before version 4)
+//	20  u32 omitted columns' bits 0-31: bit i set = column i is all 0
+//	      ("" for strings, :: for addresses) and has no directory entry
+//	      and no bytes; only columns 18 and up (0 before version 4)
 //	24  i64 min Start, i64 max End
 //	40  column directory, 36 bytes per column not omitted, in column-id order:
 //	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
 //	      stored as End-Start), u8 reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
 //	      u64 min, u64 max (numeric columns; int64 bits for Start/End; for
-//	      DropReason and Rule the shortest and longest string's length)
+//	      string columns the shortest and longest string's length)
 //	    four bloom filters (src addr, dst addr, src port, dst port), each
 //	      u8 hash count, 3 reserved bytes, u32 words, words×u64
 //	    u32 CRC32C of the header bytes before it
@@ -61,11 +64,19 @@
 // 25 NATSrcPort, 26 NATDstPort, 27 Verdict, 28 Rule, 29 Mark, 30 Zone
 // (since version 4: flow.Record's PostNAT addresses, ports and IP
 // version, 0 for a row not translated, whose addresses are then :: and
-// ports 0; Verdict, Rule, Mark and Zone). Addresses are adict or araw,
-// DropReason and Rule sdict, the others integer encodings. Columns 18 and
-// up are nearly always all zero, and then omitted: they cost no byte.
+// ports 0; Verdict, Rule, Mark and Zone), 31 SrcWorkloadName,
+// 32 SrcWorkloadNamespace, 33 SrcWorkloadNode, 34 DstWorkloadName,
+// 35 DstWorkloadNamespace, 36 DstWorkloadNode, 37 ServiceName,
+// 38 ServiceBackends, 39 ServiceGroup, 40 ServiceMatch (since version 5:
+// the strings of the records' SrcWorkload, DstWorkload and Service, ""
+// for nil; a reader rebuilds one shared pointer per distinct workload or
+// service of a block). Addresses are adict or araw, DropReason and Rule
+// sdict, the workload and service strings sdictl, the others integer
+// encodings. Columns 18 and up are nearly always all zero, and then
+// omitted: they cost no byte.
 //
-// Version 3 blocks (column count 22, nothing omitted, an unused column
+// Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
+// version 5 columns nil and 0. Version 3 blocks (column count 22, nothing omitted, an unused column
 // const 0 and an unused DropReason the sdict of the one entry "") are
 // read as they are, with the version 4 columns 0, "" and ::; version 2
 // blocks (column count 18) likewise, with DropPackets, DropBytes and
@@ -104,6 +115,8 @@
 //	            size entries in descending frequency, each u8 length
 //	            (at most 64) and that many bytes, then index planes (rows);
 //	            width 0 only with one entry
+//	sdictl (8)  as sdict, but each entry's length is a uvarint (at most
+//	            4096)
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy

@@ -128,7 +128,7 @@ func TestDropReasonCut(t *testing.T) {
 	for _, c := range []struct {
 		in, want string
 	}{{long, long[:maxStrLen]}, {uni, uni[:maxStrLen-1]}, {long[:maxStrLen], long[:maxStrLen]}} {
-		got, cut := clip(c.in)
+		got, cut := clip(c.in, maxStrLen)
 		if got != c.want || cut != (len(c.in) > maxStrLen) {
 			t.Errorf("clip(%d bytes) = %d bytes %v, want %d", len(c.in), len(got), cut, len(c.want))
 		}
@@ -217,8 +217,8 @@ func TestDropsStore(t *testing.T) {
 }
 
 // TestFormatV3: a small block laid out byte by byte as FORMAT in doc.go
-// says: header fields (version 4: the omitted bitmap names the NAT,
-// verdict and conntrack columns, unused here), the directory entries of
+// says: header fields (version 5: the omitted bitmap names the NAT,
+// verdict, conntrack and enrichment columns, unused here), the directory entries of
 // the version 3 columns and their streams (const, sdict).
 func TestFormatV3(t *testing.T) {
 	e := newTestEncoder(t)
@@ -231,8 +231,8 @@ func TestFormatV3(t *testing.T) {
 	}
 	b, _ := e.encode(nil, recs)
 	le := binary.LittleEndian
-	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 4 || b[13] != 31 || le.Uint16(b[14:]) != 0 ||
-		le.Uint32(b[16:]) != 3 || le.Uint32(b[20:]) != 1<<31-1<<22 {
+	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 5 || b[13] != 41 || le.Uint16(b[14:]) != 1<<9-1 ||
+		le.Uint32(b[16:]) != 3 || le.Uint32(b[20:]) != 1<<32-1<<22 {
 		t.Fatalf("fixed header % x", b[:24])
 	}
 	hl := int(le.Uint32(b[8:]))
@@ -334,7 +334,7 @@ func FuzzStrings(f *testing.F) {
 			t.Fatalf("own stream: %v", err)
 		}
 		for i, p := range parts {
-			want, _ := clip(p)
+			want, _ := clip(p, maxStrLen)
 			if got[i] != want || uint64(len(want)) < lo || uint64(len(want)) > hi {
 				t.Fatalf("row %d: %q, want %q (lengths %d..%d)", i, got[i], want, lo, hi)
 			}

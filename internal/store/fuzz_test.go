@@ -3,6 +3,8 @@ package store
 import (
 	"strings"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // FuzzReadBlock feeds arbitrary bytes to the block parser and decoders,
@@ -37,7 +39,17 @@ func FuzzReadBlock(f *testing.F) {
 	}
 	b, _ = e.encode(nil, few)
 	f.Add(b)
-	for _, gb := range goldenBlocks { // versions 1 to 4
+	// Enrichment columns (version 5): workloads, services, matches; and
+	// a block with only one of them (bits 32 and up of the bitmap).
+	b, _ = e.encode(nil, withEnrich(g.window(nil, 300, t0, "x"), 4))
+	f.Add(b)
+	one := baseRecs(20)
+	for i := range one {
+		one[i].Service = &flow.Service{Group: strings.Repeat("g", 100+i)}
+	}
+	b, _ = e.encode(nil, one)
+	f.Add(b)
+	for _, gb := range goldenBlocks { // versions 1 to 5
 		f.Add(readGolden(f, gb.file))
 	}
 	f.Add([]byte("WBK1"))
@@ -46,7 +58,8 @@ func FuzzReadBlock(f *testing.F) {
 		if err := decodeBlock(data, true, &c); err == nil {
 			h, _ := parseHeader(data, true)
 			if c.N != h.rows || len(c.SrcAddr) != h.rows || len(c.End) != h.rows || len(c.DropReason) != h.rows || len(c.Sampling) != h.rows ||
-				len(c.NATSrcAddr) != h.rows || len(c.NATDstPort) != h.rows || len(c.Rule) != h.rows || len(c.Zone) != h.rows {
+				len(c.NATSrcAddr) != h.rows || len(c.NATDstPort) != h.rows || len(c.Rule) != h.rows || len(c.Zone) != h.rows ||
+				len(c.SrcWorkload) != h.rows || len(c.DstWorkload) != h.rows || len(c.Service) != h.rows || len(c.ServiceMatch) != h.rows {
 				t.Fatalf("decoded %d rows, header says %d", c.N, h.rows)
 			}
 		}

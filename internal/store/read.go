@@ -8,10 +8,12 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // Column is a bit set of the attributes ReadBlock decodes.
-type Column uint32
+type Column uint64
 
 // Columns that ReadBlock can decode. ColSrcAddr and ColDstAddr also fill
 // IPVersion; ColICMP fills ICMPType and ICMPCode; ColFlags fills TCPFlags
@@ -22,7 +24,9 @@ type Column uint32
 // ColDropBytes, ColDropReason and ColSampling read as 0 and "" there.
 // Blocks before version 4 have no NAT, verdict and conntrack columns:
 // they read as 0, "" and :: (not translated). ColNATSrcAddr and
-// ColNATDstAddr also fill NATVersion.
+// ColNATDstAddr also fill NATVersion. Blocks before version 5 have no
+// enrichment columns: SrcWorkload, DstWorkload and Service read as nil,
+// ServiceMatch as 0.
 const (
 	ColSrcAddr Column = 1 << iota
 	ColDstAddr
@@ -55,6 +59,13 @@ const (
 	ColRule       // Rule
 	ColMark       // Mark
 	ColZone       // Zone
+	// ColSrcWorkload fills SrcWorkload from the stored name, namespace
+	// and node (ColDstWorkload DstWorkload, likewise), ColService
+	// Service from its name, backends and group.
+	ColSrcWorkload
+	ColDstWorkload
+	ColService
+	ColServiceMatch // ServiceMatch
 	// ColAll selects every column (the per-row addresses and their
 	// dictionary form).
 	ColAll Column = 1<<iota - 1
@@ -90,6 +101,13 @@ type Columns struct {
 	Rule                   []string // "" for none; at most 64 bytes
 	Mark                   []uint32 // conntrack mark
 	Zone                   []uint16 // conntrack zone
+	// Enrichment: nil for a row whose workload (service) is not known,
+	// or whose strings are all ""; rows of a block with the same
+	// workload share one pointer, built when the block is read (never
+	// modify what they point to).
+	SrcWorkload, DstWorkload []*flow.Workload
+	Service                  []*flow.Service
+	ServiceMatch             []uint8 // flow.ServiceMatch
 	// With ColSrcAddr or ColSrcAddrIdx (Dst likewise), SrcDict[SrcIdx[i]]
 	// is row i's source address (== SrcAddr[i] when ColSrcAddr is also
 	// asked for). A dictionary-encoded block's Dict holds each distinct
@@ -142,6 +160,10 @@ func colsOf(want Column) (ids [numCols]bool) {
 	set(ColRule, cRule)
 	set(ColMark, cMark)
 	set(ColZone, cZone)
+	set(ColSrcWorkload, cSrcWlName, cSrcWlNamespace, cSrcWlNode)
+	set(ColDstWorkload, cDstWlName, cDstWlNamespace, cDstWlNode)
+	set(ColService, cSvcName, cSvcBackends, cSvcGroup)
+	set(ColServiceMatch, cServiceMatch)
 	return ids
 }
 
@@ -152,6 +174,7 @@ type decoder struct {
 	id    intDecoder
 	seg   segDecoder
 	str   strDecoder
+	grp   groupDecoder
 	start []int64
 }
 
@@ -214,11 +237,20 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 	ids := colsOf(want)
 	n := h.rows
 	var err error
+	d.grp.newBlock()
 	for id := range numCols {
 		if !ids[id] {
 			continue
 		}
-		if id >= h.ncols || h.omit&(1<<id) != 0 { // a column the block's version did not have, or left out
+		if g := groupOf(id); g >= 0 { // the three columns of a pointer column, decoded together
+			if g == id {
+				if err := d.decodeGroup(h, blk, base, id, dst, verify); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if id >= h.ncols || h.omit&(1<<uint(id)) != 0 { // a column the block's version did not have, or left out
 			absent(id, n, dst)
 			continue
 		}
@@ -293,6 +325,8 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			dst.Mark, err = decodeInts(&d.id, c.enc, st, n, dst.Mark)
 		case cZone:
 			dst.Zone, err = decodeInts(&d.id, c.enc, st, n, dst.Zone)
+		case cServiceMatch:
+			dst.ServiceMatch, err = decodeInts(&d.id, c.enc, st, n, dst.ServiceMatch)
 		}
 		if err != nil {
 			return err
@@ -332,6 +366,8 @@ func absent(id, n int, dst *Columns) {
 		dst.DropReason = zeros(dst.DropReason, n)
 	case cSampling:
 		dst.Sampling = zeros(dst.Sampling, n)
+	case cServiceMatch:
+		dst.ServiceMatch = zeros(dst.ServiceMatch, n)
 	}
 }
 
@@ -379,6 +415,7 @@ func (c *Columns) reset() {
 	c.NATSrcAddr, c.NATDstAddr, c.NATVersion = c.NATSrcAddr[:0], c.NATDstAddr[:0], c.NATVersion[:0]
 	c.NATSrcPort, c.NATDstPort = c.NATSrcPort[:0], c.NATDstPort[:0]
 	c.Verdict, c.Rule, c.Mark, c.Zone = c.Verdict[:0], c.Rule[:0], c.Mark[:0], c.Zone[:0]
+	c.SrcWorkload, c.DstWorkload, c.Service, c.ServiceMatch = c.SrcWorkload[:0], c.DstWorkload[:0], c.Service[:0], c.ServiceMatch[:0]
 }
 
 // span returns the byte range of the block holding the wanted columns.
@@ -389,7 +426,7 @@ func (h *blockHeader) span(want Column) (lo, hi int) {
 	}
 	lo, hi = h.blockLen, 0
 	for id, ok := range ids[:h.ncols] {
-		if ok && h.omit&(1<<id) == 0 {
+		if ok && h.omit&(1<<uint(id)) == 0 {
 			c := &h.cols[id]
 			lo = min(lo, int(c.off))
 			hi = max(hi, int(c.off+c.slen))

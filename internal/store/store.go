@@ -374,6 +374,9 @@ func (s *Store) writeout(p *wpart) error {
 	if s.benc.cut > 0 {
 		s.warn(fmt.Sprintf("%s: %d drop reasons longer than %d bytes were cut", p.dir, s.benc.cut, maxStrLen))
 	}
+	if s.benc.cutEnr > 0 {
+		s.warn(fmt.Sprintf("%s: %d workload or service strings longer than %d bytes were cut", p.dir, s.benc.cutEnr, maxLongStr))
+	}
 	if s.benc.cutRule > 0 {
 		s.warn(fmt.Sprintf("%s: %d rules longer than %d bytes were cut", p.dir, s.benc.cutRule, maxStrLen))
 	}

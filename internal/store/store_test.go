@@ -79,8 +79,8 @@ func sameRows(t *testing.T, got, want []flow.Record) {
 		t.Fatalf("%d rows, want %d", len(got), len(want))
 	}
 	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		if !recEq(got[i], want[i]) {
+			t.Fatalf("row %d:\n got %+v\nwant %+v", i, flat(got[i]), flat(want[i]))
 		}
 	}
 }

@@ -131,7 +131,40 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 		b = append(b, `,"ct_zone":`...)
 		b = strconv.AppendUint(b, uint64(r.Zone), 10)
 	}
+	if r.SrcWorkload != nil {
+		b = appendWorkload(b, r.SrcWorkload, `,"src_workload":`, `,"src_namespace":`, `,"src_node":`)
+	}
+	if r.DstWorkload != nil {
+		b = appendWorkload(b, r.DstWorkload, `,"dst_workload":`, `,"dst_namespace":`, `,"dst_node":`)
+	}
+	if s := r.Service; s != nil {
+		b = appendField(b, `,"service":`, s.Name)
+		b = appendField(b, `,"service_backends":`, s.Backends)
+		b = appendField(b, `,"service_group":`, s.Group)
+	}
+	if r.ServiceMatch != flow.ServiceMatchNone {
+		b = append(b, `,"service_match":`...)
+		b = appendString(b, r.ServiceMatch.String())
+	}
 	return append(b, '}')
+}
+
+// appendWorkload appends w's name, namespace and node under the given
+// keys, each omitted when empty.
+func appendWorkload(b []byte, w *flow.Workload, name, ns, node string) []byte {
+	b = appendField(b, name, w.Name)
+	b = appendField(b, ns, w.Namespace)
+	return appendField(b, node, w.Node)
+}
+
+// appendField appends key (`,"name":`) and v as a JSON string, or nothing
+// when v is empty.
+func appendField(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, key...)
+	return appendString(b, v)
 }
 
 const hexDigits = "0123456789abcdef"

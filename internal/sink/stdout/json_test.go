@@ -124,6 +124,7 @@ func TestAppendJSONDoesNotAllocate(t *testing.T) {
 	full := natRec("10.0.0.1", "10.96.0.10", "192.0.2.7", "10.244.1.5")
 	full.VLAN, full.DropPackets, full.DropBytes, full.DropReason, full.Sampling = 7, 1, 60, "NO_SOCKET", 10
 	full.Verdict, full.Rule, full.Mark, full.Zone = flow.VerdictDeny, "weir-deny", 0xcafe, 3
+	enrich(&full)
 	for _, r := range []flow.Record{plain, full} {
 		buf := make([]byte, 0, 1024)
 		allocs := testing.AllocsPerRun(1000, func() { buf = AppendJSON(buf[:0], &r) })
@@ -186,5 +187,58 @@ func BenchmarkAppendJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = AppendJSON(buf[:0], &r)
+	}
+}
+
+// BenchmarkAppendJSONEnriched: a record with both workloads and a service.
+func BenchmarkAppendJSONEnriched(b *testing.B) {
+	r := rec("10.1.2.3", "10.4.5.6", 40000, 443, flow.ProtoTCP)
+	enrich(&r)
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendJSON(buf[:0], &r)
+	}
+}
+
+// enrich sets every enrichment field of r.
+func enrich(r *flow.Record) {
+	r.SrcWorkload = &flow.Workload{Name: "web-1", Namespace: "shop", Node: "node-a"}
+	r.DstWorkload = &flow.Workload{Name: "cart-0", Namespace: "shop", Node: "node-b"}
+	r.Service = &flow.Service{Name: "shop/cart", Backends: "10.244.1.5:8443,10.244.2.6:8443", Group: "g1"}
+	r.ServiceMatch = flow.ServiceMatchNAT
+}
+
+// TestJSONEnrichment: the workload and service fields, after all others,
+// each omitted when empty; nil pointers write nothing.
+func TestJSONEnrichment(t *testing.T) {
+	r := rec("10.0.0.1", "10.0.0.2", 1, 2, flow.ProtoUDP)
+	r.Mark = 5
+	enrich(&r)
+	got := string(AppendJSON(nil, &r))
+	const want = `"ct_mark":5,"src_workload":"web-1","src_namespace":"shop","src_node":"node-a",` +
+		`"dst_workload":"cart-0","dst_namespace":"shop","dst_node":"node-b",` +
+		`"service":"shop/cart","service_backends":"10.244.1.5:8443,10.244.2.6:8443","service_group":"g1","service_match":"nat"}`
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("enriched record:\n%s\nwant it to end\n%s", got, want)
+	}
+	// Partly known: empty strings and nil pointers are omitted.
+	r.Mark = 0
+	r.SrcWorkload = &flow.Workload{Name: `vm "a"`}
+	r.DstWorkload = nil
+	r.Service = &flow.Service{Name: "a/x,b/y"}
+	r.ServiceMatch = flow.ServiceMatchAmbiguous
+	got = string(AppendJSON(nil, &r))
+	const want2 = `"iface":"eth0","src_workload":"vm \"a\"","service":"a/x,b/y","service_match":"ambiguous"}`
+	if !strings.HasSuffix(got, want2) {
+		t.Errorf("partly enriched record:\n%s\nwant it to end\n%s", got, want2)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(got), &m); err != nil || m["src_workload"] != `vm "a"` {
+		t.Errorf("not JSON or the name does not come back: %v %v", err, m)
+	}
+	r.SrcWorkload, r.Service, r.ServiceMatch = nil, nil, flow.ServiceMatchNone
+	if got := string(AppendJSON(nil, &r)); !strings.HasSuffix(got, `"iface":"eth0"}`) {
+		t.Errorf("no enrichment: %s", got)
 	}
 }

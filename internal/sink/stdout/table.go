@@ -148,7 +148,9 @@ func (t *Table) Close() error {
 // writeRow prints one record. A translated endpoint shows where NAT took
 // it ("10.96.0.10:443 → 10.244.1.5:8443"), and a deny flow's REASON its
 // verdict and rule ("idle, deny weir-deny"); other columns are as for
-// any record.
+// any record. An enriched endpoint shows its workload in parentheses
+// ("10.0.0.1:40000 (shop/web-1)"), and the destination the service the
+// flow reached and how ("[shop/cart vip]").
 func writeRow(w io.Writer, r *flow.Record, extra string) {
 	k := &r.Key
 	src, dst := endpoint(k.Src(), k.SrcPort, k), endpoint(k.Dst(), k.DstPort, k)
@@ -161,6 +163,15 @@ func writeRow(w io.Writer, r *flow.Record, extra string) {
 			dst += " → " + endpoint(n.Dst(), n.DstPort, k)
 		}
 	}
+	src += workloadLabel(r.SrcWorkload)
+	dst += workloadLabel(r.DstWorkload)
+	if r.Service != nil && r.Service.Name != "" {
+		dst += " [" + r.Service.Name
+		if r.ServiceMatch != flow.ServiceMatchNone {
+			dst += " " + r.ServiceMatch.String()
+		}
+		dst += "]"
+	}
 	reason := r.EndReason.String()
 	if r.Verdict != flow.VerdictNone {
 		reason += ", " + strings.TrimSpace(r.Verdict.String()+" "+r.Rule)
@@ -170,6 +181,18 @@ func writeRow(w io.Writer, r *flow.Record, extra string) {
 		Count(r.Packets), Bytes(r.Bytes), Count(r.RevPackets), Bytes(r.RevBytes),
 		Flags(r.TCPFlags)+"/"+Flags(r.RevTCPFlags),
 		time.Duration(r.End-r.Start).Round(time.Millisecond), reason, r.Iface, extra)
+}
+
+// workloadLabel is " (namespace/name)" for a known workload with a name,
+// " (name)" outside namespaces, "" otherwise.
+func workloadLabel(w *flow.Workload) string {
+	if w == nil || w.Name == "" {
+		return ""
+	}
+	if w.Namespace == "" {
+		return " (" + w.Name + ")"
+	}
+	return " (" + w.Namespace + "/" + w.Name + ")"
 }
 
 func protoName(k *flow.Key) string {

@@ -115,3 +115,24 @@ func TestTableNATAndVerdict(t *testing.T) {
 		t.Fatalf("table:\n%s", buf.String())
 	}
 }
+
+// TestTableEnrichment: a known workload follows its endpoint in
+// parentheses, the service the destination; a record without them is
+// printed as before.
+func TestTableEnrichment(t *testing.T) {
+	r := rec("10.0.0.1", "10.96.0.10", 40000, 443, flow.ProtoTCP)
+	r.SrcWorkload = &flow.Workload{Name: "web-1", Namespace: "shop", Node: "n1"}
+	r.DstWorkload = &flow.Workload{Name: "lb-host"}
+	r.Service, r.ServiceMatch = &flow.Service{Name: "shop/cart", Backends: "10.244.1.5:8443"}, flow.ServiceMatchVIP
+	plain := rec("10.0.0.3", "10.0.0.4", 1, 2, flow.ProtoUDP)
+	var buf bytes.Buffer
+	if err := NewTable(&buf, 0).Write([]flow.Record{r, plain}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "10.0.0.1:40000 (shop/web-1)  ") ||
+		!strings.Contains(lines[1], "10.96.0.10:443 (lb-host) [shop/cart vip]") ||
+		strings.Contains(lines[2], "(") || strings.Contains(lines[2], "[") {
+		t.Fatalf("table:\n%s", buf.String())
+	}
+}

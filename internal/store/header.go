@@ -1,0 +1,96 @@
+package store
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math/bits"
+)
+
+// maxRawLen bounds column id's raw stream in a block of rows rows: 8
+// bytes a row and its header for numbers (addresses: 1 + 16 + 4 for a
+// dictionary index, under 32), one length byte, maxStrLen bytes and a
+// 3-byte index a row for strings.
+func maxRawLen(id, rows int) int64 {
+	if id == cDropReason || id == cRule {
+		return 64 + int64(1+maxStrLen+3)*int64(rows)
+	}
+	if isLongStr(id) {
+		return 64 + int64(binary.MaxVarintLen16+maxLongStr+3)*int64(rows)
+	}
+	return 64 + 32*int64(rows)
+}
+
+// parseHeader checks and parses a block header from b (at least the header).
+func parseHeader(b []byte, verify bool) (*blockHeader, error) {
+	if len(b) < fixedHeader || string(b[:4]) != blockMagic {
+		return nil, errCorruptBlock
+	}
+	h := &blockHeader{
+		blockLen:  int(binary.LittleEndian.Uint32(b[4:8])),
+		headerLen: int(binary.LittleEndian.Uint32(b[8:12])),
+		rows:      int(binary.LittleEndian.Uint32(b[16:20])),
+		minStart:  int64(binary.LittleEndian.Uint64(b[24:32])),
+		maxEnd:    int64(binary.LittleEndian.Uint64(b[32:40])),
+	}
+	hl := h.headerLen
+	// Versions 1 and 2 (1 without compression 2) store the first
+	// numColsV2 columns in the same layout, version 3 the first
+	// numColsV3: read, the others are absent. Version 4 leaves out the
+	// sparse columns its omitted bitmap names; version 5 adds the
+	// enrichment columns, and the bitmap's bits 32 and up in bytes 14-15.
+	ver := b[12]
+	switch {
+	case ver < 3:
+		h.ncols = numColsV2
+	case ver == 3:
+		h.ncols = numColsV3
+	case ver == 4:
+		h.ncols = numColsV4
+	default:
+		h.ncols = numCols
+	}
+	h.omit = uint64(binary.LittleEndian.Uint32(b[20:24]))
+	if ver >= 5 {
+		h.omit |= uint64(binary.LittleEndian.Uint16(b[14:16])) << 32
+	}
+	ndir := h.ncols - bits.OnesCount64(h.omit)
+	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || (ver < 4 && h.omit != 0) ||
+		h.omit&(1<<firstSparse-1) != 0 || h.omit>>uint(h.ncols) != 0 || ndir < 0 || hl < fixedHeader+ndir*dirEntry+4 ||
+		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
+		return nil, errCorruptBlock
+	}
+	if verify && crc32.Checksum(b[:hl-4], castagnoli) != binary.LittleEndian.Uint32(b[hl-4:hl]) {
+		return nil, errCorruptBlock
+	}
+	p := b[fixedHeader:]
+	for i := range h.ncols {
+		if h.omit&(1<<uint(i)) != 0 {
+			continue
+		}
+		c := &h.cols[i]
+		c.enc, c.comp, c.flags = p[0], p[1], p[2]
+		c.off = binary.LittleEndian.Uint32(p[4:])
+		c.slen = binary.LittleEndian.Uint32(p[8:])
+		c.rlen = binary.LittleEndian.Uint32(p[12:])
+		c.ck = binary.LittleEndian.Uint32(p[16:])
+		c.min = binary.LittleEndian.Uint64(p[20:])
+		c.max = binary.LittleEndian.Uint64(p[28:])
+		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
+			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
+			return nil, errCorruptBlock
+		}
+		p = p[dirEntry:]
+	}
+	p = b[fixedHeader+ndir*dirEntry : hl-4]
+	for i := range h.blooms {
+		n, ok := parseBloom(p, &h.blooms[i])
+		if !ok {
+			return nil, errCorruptBlock
+		}
+		p = p[n:]
+	}
+	if len(p) != 0 {
+		return nil, errCorruptBlock
+	}
+	return h, nil
+}
