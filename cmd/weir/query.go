@@ -63,14 +63,17 @@ attributes, filter them with a condition, rank the groups.
 
 GROUP-BY is a comma-separated list of time, iface, sip, dip, sport, dport,
 proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, nat_src_port,
-nat_dst_port, verdict, rule, ct_mark, ct_zone, or the presets talk_src (sip),
+nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload, src_namespace,
+src_node, dst_workload, dst_namespace, dst_node, service, service_backends,
+service_group, service_match, or the presets talk_src (sip),
 talk_dst (dip), talk_conv (sip,dip), apps_port (dport,proto) and raw.
 
 CONDITION (the remaining arguments, or --condition) is a filter such as
   dport = 443 and not (snet 10.0.0.0/8 or host 2001:db8::1)
 with and/or/not and parentheses; = != < > <= >=; attributes sip dip host net
 snet dnet sport dport port proto iface vlan drop_reason sampling nat_src_ip
-nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone; port and
+nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone and the
+enrichment attributes (= and != only); port and
 protocol names (https, tcp). For host, net and port, != means neither side,
 other operators either side. drop_reason is the kernel's name for the latest
 drop (NO_SOCKET, NETFILTER_DROP; "" for none; any case); sampling is N for
@@ -79,7 +82,11 @@ after NAT (conntrack source): a record not translated has none ("-" in the
 table, empty in CSV, null in JSON); nat_dst_ip = "" selects those records,
 and only a negation ("not nat_dst_port = 80") matches them otherwise.
 verdict is deny or "" (none), rule the NFLOG prefix (exact), ct_mark and
-ct_zone the conntrack mark and zone.
+ct_zone the conntrack mark and zone. src_workload … service_match are what
+enrichment (capture --enrich) labelled the record with: workload name,
+namespace and node at each end, the service's name, backends and group, and
+how the service was found (vip, nat, backend, ambiguous; "" for none);
+"" selects records without the label.
 
 A record counts when its start lies in [--from, --to). "out" counters are
 what the initiator (sip) sent, "in" what it received. Packets and bytes the
