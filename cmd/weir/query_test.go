@@ -346,7 +346,7 @@ func TestQueryNAT(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI("query", "--help")
-	for _, w := range []string{"nat_dst_port, verdict, rule, ct_mark, ct_zone, or the presets", "nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone;", "nat_dst_ip = \"\""} {
+	for _, w := range []string{"nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload", "nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone and the", "service_group, service_match, or the presets", "nat_dst_ip = \"\""} {
 		if code != exitOK || !strings.Contains(out, w) {
 			t.Errorf("help lacks %q (exit %d)", w, code)
 		}

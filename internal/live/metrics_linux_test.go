@@ -3,6 +3,7 @@
 package live
 
 import (
+	"github.com/weir-dev/weir/internal/enrich"
 	"os"
 	"regexp"
 	"strings"
@@ -51,7 +52,7 @@ func TestMetricsDocumented(t *testing.T) {
 	ebpf := kflow.Collector(func() kflow.Stats { return kflow.Stats{} }) // weir capture --source ebpf; its queues are live's
 	ct := conntrack.Collector(func() conntrack.SourceStats { return conntrack.SourceStats{} }, 1)
 	nl := nflog.Collector(func() []nflog.GroupStats { return []nflog.GroupStats{{Group: 5}} })
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl} {
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl, enrich.NewEnricher().Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}
