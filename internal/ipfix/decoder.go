@@ -38,6 +38,11 @@ type DecoderConfig struct {
 	// exporter and observation domain, from the goroutine calling Decode
 	// (gaps are rare: this is how they are told apart by exporter).
 	OnGap func(exporter netip.AddrPort, domain uint32)
+	// PEN is the Private Enterprise Number under which weir's enterprise
+	// elements (workloads, service, rule, conntrack mark and zone;
+	// enterprise.go) are read; 0: they are skipped, as every other
+	// enterprise's elements are.
+	PEN uint32
 }
 
 // DecodeError is why a message, set or record could not be decoded.
@@ -45,18 +50,19 @@ type DecodeError uint8
 
 // Decode errors.
 const (
-	ErrShortHeader      DecodeError = iota // shorter than its version's header
-	ErrBadVersion                          // not 5, 9 or 10
-	ErrBadLength                           // message length field disagrees with the bytes
-	ErrBadSetLength                        // a set runs past the message or is under 4 bytes
-	ErrUnknownTemplate                     // data set for a template never seen (or withdrawn, expired)
-	ErrBadTemplate                         // template record malformed (ids, field count, lengths)
-	ErrTooManyTemplates                    // a session's template bound was reached
-	ErrTooManySessions                     // the exporter×domain bound was reached
-	ErrBadFieldLength                      // a variable-length field runs past its set
-	ErrBadCount                            // NetFlow v5 count disagrees with the length
-	ErrTooManySelectors                    // a session's bound of sampling selectors was reached: the new one is ignored
-	ErrUnknownSelector                     // a record names a selector no options data announced: its sampling is unknown
+	ErrShortHeader        DecodeError = iota // shorter than its version's header
+	ErrBadVersion                            // not 5, 9 or 10
+	ErrBadLength                             // message length field disagrees with the bytes
+	ErrBadSetLength                          // a set runs past the message or is under 4 bytes
+	ErrUnknownTemplate                       // data set for a template never seen (or withdrawn, expired)
+	ErrBadTemplate                           // template record malformed (ids, field count, lengths)
+	ErrTooManyTemplates                      // a session's template bound was reached
+	ErrTooManySessions                       // the exporter×domain bound was reached
+	ErrBadFieldLength                        // a variable-length field runs past its set
+	ErrBadCount                              // NetFlow v5 count disagrees with the length
+	ErrTooManySelectors                      // a session's bound of sampling selectors was reached: the new one is ignored
+	ErrUnknownSelector                       // a record names a selector no options data announced: its sampling is unknown
+	ErrBadEnterpriseField                    // one of weir's enterprise elements (DecoderConfig.PEN) at a length or with a value weir never sends: skipped
 	numDecodeErrors
 )
 
@@ -65,7 +71,7 @@ const NumDecodeErrors = int(numDecodeErrors)
 
 var decodeErrorNames = [numDecodeErrors]string{"short_header", "bad_version", "bad_length", "bad_set_length",
 	"unknown_template", "bad_template", "too_many_templates", "too_many_sessions", "bad_field_length", "bad_count",
-	"too_many_selectors", "unknown_selector"}
+	"too_many_selectors", "unknown_selector", "bad_enterprise_field"}
 
 // String returns the error's metric label.
 func (e DecodeError) String() string {
@@ -101,7 +107,11 @@ type DecodeStats struct {
 	TemplatesLive  uint64    // templates held now
 	SequenceGaps   uint64    // messages whose sequence number was not the expected one
 	SkippedSets    uint64    // data sets skipped (unknown template)
-	Errors         [NumDecodeErrors]uint64
+	// InternFull counts the times a session's table of interned
+	// enterprise values (workloads, services, rules) was full and was
+	// emptied to take a new one.
+	InternFull uint64
+	Errors     [NumDecodeErrors]uint64
 }
 
 // Add adds o's counters to s (TemplatesLive too: live templates of
@@ -118,6 +128,7 @@ func (s *DecodeStats) Add(o *DecodeStats) {
 	s.TemplatesLive += o.TemplatesLive
 	s.SequenceGaps += o.SequenceGaps
 	s.SkippedSets += o.SkippedSets
+	s.InternFull += o.InternFull
 	for i := range s.Errors {
 		s.Errors[i] += o.Errors[i]
 	}
@@ -150,6 +161,7 @@ type session struct {
 	sysInit   int64             // systemInitTimeMilliseconds from options data, Unix ms
 	expiry    time.Time         // next time expire looks at the templates
 	lastName  string            // the last interface name: records come in runs
+	ent       entIntern         // interned enterprise values (dent.go)
 }
 
 // Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
@@ -163,6 +175,10 @@ type Decoder struct {
 	ops      []op     // scratch for compiling templates
 	last     *session // the last message's session: exporters send in runs
 	lastKey  sessionKey
+	// entS are the workload and service strings of the record being
+	// decoded (dent.go), entKeyBuf the scratch of their interning key.
+	entS      [9][]byte
+	entKeyBuf []byte
 }
 
 // NewDecoder returns a Decoder.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -503,7 +504,13 @@ func FuzzDecode(f *testing.F) {
 	f.Add(build(Version, 0, 1, set(2, u16s(403, 5, 282, 16, 8, 4, 228, 2, 225, 4, 233, 1)),
 		set(403, cat(make([]byte, 16), []byte{10, 0, 0, 1, 0, 80, 192, 0, 2, 1, 3}))))
 	f.Add(build(9, 0, 1, set(0, u16s(262, 4, 27, 16, 226, 4, 227, 2, 40005, 1)), set(262, cat(make([]byte, 15), []byte{1, 10, 0, 0, 9, 0, 0, 3}))))
-	d := NewDecoder(DecoderConfig{MaxSessions: 4, MaxTemplates: 8})
+	for _, m := range encodedEnt(80)[:3] { // the enterprise templates (testPEN) and enriched records
+		f.Add(m)
+	}
+	f.Add(build(Version, 0, 1, set(2, cat(u16s(405, 6, 8, 4), ent(1, Variable, testPEN), ent(2, Variable, testPEN), ent(10, 1, testPEN),
+		ent(12, 2, testPEN), ent(11, Variable, testPEN))), set(405, cat([]byte{10, 0, 0, 1}, varStr("pod"), varStr(strings.Repeat("n", 260)), []byte{4, 0, 9}, varStr("r")))))
+	f.Add(build(Version, 0, 1, set(2, cat(u16s(406, 3, 8, 4), ent(10, 2, testPEN), ent(7, Variable, 1))), set(406, cat([]byte{10, 0, 0, 1, 0, 9}, varStr("x")))))
+	d := NewDecoder(DecoderConfig{MaxSessions: 4, MaxTemplates: 8, PEN: testPEN})
 	exporters := []netip.AddrPort{exporter, netip.MustParseAddrPort("[::1]:9"), netip.MustParseAddrPort("127.0.0.2:1")}
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		from := exporters[len(msg)%len(exporters)]
@@ -514,6 +521,10 @@ func FuzzDecode(f *testing.F) {
 			}
 			if r.NATed() && (r.PostNAT == r.Key || (r.PostNAT.IPVersion != 4 && r.PostNAT.IPVersion != 6) || r.PostNAT.Proto != r.Key.Proto) {
 				t.Fatalf("post-NAT key %+v of key %+v", r.PostNAT, r.Key)
+			}
+			if r.ServiceMatch > flow.ServiceMatchAmbiguous ||
+				(r.SrcWorkload != nil && *r.SrcWorkload == flow.Workload{}) || (r.Service != nil && *r.Service == flow.Service{}) {
+				t.Fatalf("enrichment %s", show(*r))
 			}
 		})
 		after := d.Stats()
@@ -530,6 +541,9 @@ func FuzzDecode(f *testing.F) {
 		for _, s := range d.sessions {
 			if len(s.selectors) > maxSelectors {
 				t.Fatalf("bounds broken: %d selectors", len(s.selectors))
+			}
+			if et := &s.ent; et.n > maxEntValues || et.bytes > maxEntBytes || len(et.workloads)+len(et.services)+len(et.rules) > et.n {
+				t.Fatalf("bounds broken: %d enterprise values (%d bytes)", et.n, et.bytes)
 			}
 		}
 	})

@@ -69,6 +69,22 @@ const (
 	kPostSrcPort // postNAPTSourceTransportPort
 	kPostDstPort
 	kFwEvent // firewallEvent, NetFlow v9 NF_F_FW_EVENT
+	// weir's enterprise elements (dent.go), kEnt0 to kZone: the nine
+	// workload and service strings (kEnt0 + their index in
+	// Decoder.entS), then the others.
+	kEnt0
+	_
+	_
+	_
+	_
+	_
+	_
+	_
+	_
+	kSvcMatch
+	kRule
+	kMark
+	kZone
 )
 
 // ieKind maps IANA information element ids (also NetFlow v9 field types,
@@ -168,8 +184,13 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 				k = ieKind[ie]
 			case ReversePEN:
 				k = revKind[ieKind[ie]]
+			case d.cfg.PEN: // not 0: that is the case above
+				k = entKind(ie)
 			}
 			if !fits(k, l) {
+				if isEnt(k) { // weir's own element at a length it never has: say so
+					d.stats.Errors[ErrBadEnterpriseField]++
+				}
 				k = kSkip // a length weir cannot read this element at: skip it, whole
 			}
 			t.ops = append(t.ops, op{kind: k, length: l})
@@ -208,8 +229,14 @@ func fits(k uint8, l uint16) bool {
 		return l == 4
 	case kSrc6, kDst6, kPostSrc6, kPostDst6:
 		return l == 16
-	case kIfName, kSkip:
+	case kIfName, kSkip, kRule, kEnt0, kEnt0 + 1, kEnt0 + 2, kEnt0 + 3, kEnt0 + 4, kEnt0 + 5, kEnt0 + 6, kEnt0 + 7, kEnt0 + 8:
 		return true
+	case kSvcMatch:
+		return l == 1
+	case kMark:
+		return l >= 1 && l <= 4
+	case kZone:
+		return l >= 1 && l <= 2
 	case kStartNTPus, kEndNTPus, kStartNTPns, kEndNTPns:
 		return l == 8
 	}
@@ -265,6 +292,7 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	var tot, revTot [2]uint64
 	var smp sampling
 	var post postNAT
+	var ent uint16 // enterprise strings found: bit i for d.entS[i]
 	p := 0
 	for _, o := range t.ops {
 		l := int(o.length)
@@ -412,7 +440,25 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 			if v == firewallDenied {
 				r.Verdict = flow.VerdictDeny
 			}
+		case kEnt0, kEnt0 + 1, kEnt0 + 2, kEnt0 + 3, kEnt0 + 4, kEnt0 + 5, kEnt0 + 6, kEnt0 + 7, kEnt0 + 8:
+			i := o.kind - kEnt0
+			d.entS[i], ent = f, ent|1<<i
+		case kSvcMatch:
+			if v < 5 {
+				r.ServiceMatch = flow.ServiceMatch(v)
+			} else {
+				d.stats.Errors[ErrBadEnterpriseField]++ // a match weir does not know: none
+			}
+		case kRule:
+			r.Rule = d.rule(s, f)
+		case kMark:
+			r.Mark = uint32(v)
+		case kZone:
+			r.Zone = uint16(v)
 		}
+	}
+	if ent != 0 && !t.options {
+		d.applyEnt(s, r, ent)
 	}
 	// Totals stand in for deltas the template lacks.
 	for i, p := range [4]*uint64{&r.Bytes, &r.Packets, &r.RevBytes, &r.RevPackets} {

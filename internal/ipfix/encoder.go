@@ -20,7 +20,8 @@ const (
 	// message needs 750 bytes for that: below, the templates go in a
 	// message of their own when they are due. With the sampled templates
 	// as well the templates alone may need more than one message: they
-	// are split into sets that each fit one.
+	// are split into sets that each fit one. An enriched record
+	// (enterprise.go) has its strings cut to what is left of the MTU.
 	MinMTU = 576
 	// MaxMTU is the largest IPFIX message (its length field is 16 bits).
 	MaxMTU = 65535
@@ -47,6 +48,10 @@ type Config struct {
 	RefreshMessages int           // resend templates after this many messages (default 100; <0: never)
 	RefreshInterval time.Duration // resend templates after this long (default 1m; <0: never)
 	Now             func() time.Time
+	// PEN is the Private Enterprise Number of the enterprise elements
+	// that carry the workloads, service, rule, conntrack mark and zone
+	// (enterprise.go); 0: they are not exported. Not ReversePEN.
+	PEN uint32
 }
 
 // Encoder builds IPFIX messages from flow records. It is not safe for
@@ -70,11 +75,17 @@ type Encoder struct {
 	// into parts that each fit in a message.
 	tmpl        []byte
 	chunks      []chunk
-	pairs       uint16              // template pairs announced: bit p for Templates[2p] and [2p+1]
+	pairs       uint32              // template pairs announced: bit p for ts[2p] and [2p+1]
 	samplers    [maxSamplers]uint32 // sampling intervals announced (0: free slot)
 	nextSampler int                 // the slot the next new interval takes
 	lastN       uint32              // the interval last found announced (0: none)
-	fixed       [len(Templates)]int // fixed-length part of each template's records
+	// ts are the templates: Templates, and with a PEN the enterprise
+	// ones after them (index bit tEnt).
+	ts    []Template
+	fixed [2 * len(Templates)]int    // fixed-length part of each template's records
+	ids   [2 * len(Templates)]uint16 // and its id
+	es    [entStrings]string         // the enriched record's strings, fitted (enterprise.go)
+	cut   uint64                     // strings cut to fit
 }
 
 // ErrBadConfig is wrapped by NewEncoder's configuration errors.
@@ -98,10 +109,16 @@ func NewEncoder(cfg Config, emit func(msg []byte) error) (*Encoder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Encoder{cfg: cfg, emit: emit, msg: make([]byte, 0, cfg.MTU), set: -1, pairs: 1}
+	if cfg.PEN == ReversePEN {
+		return nil, fmt.Errorf("%w: PEN %d is RFC 5103's, of the reverse elements", ErrBadConfig, cfg.PEN)
+	}
+	e := &Encoder{cfg: cfg, emit: emit, msg: make([]byte, 0, cfg.MTU), set: -1, pairs: 1, ts: Templates[:]}
+	if cfg.PEN != 0 {
+		e.ts = append(e.ts[:len(e.ts):len(e.ts)], enterpriseTemplates(cfg.PEN)...)
+	}
 	e.buildTemplates()
-	for i := range Templates {
-		e.fixed[i] = fixedLen(&Templates[i])
+	for i := range e.ts {
+		e.fixed[i], e.ids[i] = fixedLen(&e.ts[i]), e.ts[i].ID
 	}
 	return e, nil
 }
@@ -141,6 +158,10 @@ func (e *Encoder) Reset() (dropped uint32) {
 // number.
 func (e *Encoder) Sequence() uint32 { return e.seq + e.nrec + e.nopt }
 
+// Cut is the number of enterprise strings cut so that their record fits
+// in a message (enterprise.go).
+func (e *Encoder) Cut() uint64 { return e.cut }
+
 // Flows is the number of flow records in the message last handed to emit
 // (its options data records not counted): during emit, the records a
 // failed send loses.
@@ -149,7 +170,8 @@ func (e *Encoder) Flows() uint32 { return e.flows }
 // Add encodes r into the open message, finishing it first when r would
 // not fit. A record with drops uses a drop template, a record with
 // Sampling > 1 a sampled one that names its interval, a translated or
-// denied record a NAT or deny template (nat.go); the first record
+// denied record a NAT or deny template (nat.go), with a PEN an enriched
+// record an enterprise one (enterprise.go); the first record
 // that needs a template pair or an interval not yet announced finishes
 // the open message and announces them (announce). It allocates nothing
 // (but for that, once each).
@@ -158,7 +180,8 @@ func (e *Encoder) Add(r *flow.Record) error {
 	if r.Key.IPVersion == 6 {
 		ti = 1
 	}
-	if r.DropPackets > 0 || r.Sampling > 1 || r.PostNAT.IPVersion != 0 || r.Verdict != flow.VerdictNone {
+	if r.DropPackets > 0 || r.Sampling > 1 || r.PostNAT.IPVersion != 0 || r.Verdict != flow.VerdictNone ||
+		(e.cfg.PEN != 0 && enriched(r)) {
 		var err error
 		if ti, err = e.special(r, ti); err != nil {
 			return err
@@ -169,7 +192,15 @@ func (e *Encoder) Add(r *flow.Record) error {
 		name = name[:maxName]
 	}
 	need := e.fixed[ti] + 1 + len(name)
-	if e.open && (e.setID != Templates[ti].ID || e.set < 0) {
+	var es *[entStrings]string
+	if ti >= tEnt {
+		es = &e.es
+		loadStrings(es, r)
+		cost, cut := fitStrings(es, e.cfg.MTU-headerLen-setHeaderLen-need)
+		need += cost
+		e.cut += uint64(cut)
+	}
+	if e.open && (e.setID != e.ids[ti] || e.set < 0) {
 		need += setHeaderLen
 	}
 	if e.open && len(e.msg)+need > e.cfg.MTU {
@@ -182,21 +213,24 @@ func (e *Encoder) Add(r *flow.Record) error {
 			return err
 		}
 	}
-	if e.set < 0 || e.setID != Templates[ti].ID {
+	if e.set < 0 || e.setID != e.ids[ti] {
 		e.closeSet()
-		e.set, e.setID = len(e.msg), Templates[ti].ID
+		e.set, e.setID = len(e.msg), e.ids[ti]
 		e.msg = binary.BigEndian.AppendUint16(e.msg, e.setID)
 		e.msg = append(e.msg, 0, 0) // length, when the set closes
 	}
-	e.msg = appendRecord(e.msg, r, ti, name)
+	e.msg = appendRecord(e.msg, r, ti, name, es)
 	e.nrec++
 	return nil
 }
 
-// special is the template of a record with drops, sampling, NAT or a
-// verdict (ti: 0 for IPv4, 1 for IPv6), announcing its pair and its
-// interval if they are new.
+// special is the template of a record with drops, sampling, NAT, a
+// verdict or (with a PEN) enrichment (ti: 0 for IPv4, 1 for IPv6),
+// announcing its pair and its interval if they are new.
 func (e *Encoder) special(r *flow.Record, ti int) (int, error) {
+	if e.cfg.PEN != 0 && enriched(r) {
+		ti |= tEnt
+	}
 	if r.DropPackets > 0 {
 		ti += tDrops
 	}
@@ -287,8 +321,10 @@ var endReason = [flow.NumReasons]uint8{
 // appendRecord writes r in the template's layout (template.go): fixed
 // fields at constant offsets, with drops the drop fields, when sampled the
 // selectorId (the interval), when translated or denied the NAT and deny
-// fields (nat.go), then the interface name.
-func appendRecord(b []byte, r *flow.Record, ti int, name string) []byte {
+// fields (nat.go), when enriched the enterprise integers, then the
+// interface name, and when enriched the enterprise strings es
+// (enterprise.go).
+func appendRecord(b []byte, r *flow.Record, ti int, name string, es *[entStrings]string) []byte {
 	be := binary.BigEndian
 	b = be.AppendUint64(b, uint64(r.Start/int64(time.Millisecond)))
 	b = be.AppendUint64(b, uint64(r.End/int64(time.Millisecond)))
@@ -327,8 +363,17 @@ func appendRecord(b []byte, r *flow.Record, ti int, name string) []byte {
 		b = be.AppendUint32(b, r.Sampling)
 	}
 	if ti >= tNAT {
-		b = appendNAT(b, r, ti)
+		if ti&(tNAT|tDeny) != 0 {
+			b = appendNAT(b, r, ti)
+		}
+		if ti&tEnt != 0 {
+			b = appendEntFixed(b, r)
+		}
 	}
 	b = append(b, byte(len(name)))
-	return append(b, name...)
+	b = append(b, name...)
+	if ti >= tEnt {
+		b = appendEntStrings(b, es)
+	}
+	return b
 }

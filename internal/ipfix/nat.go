@@ -29,9 +29,11 @@ import (
 //     create, delete, …); a flow record with counters, emitted idle,
 //     active or at its end, is none of them.
 //   - the rule name (flow.Record.Rule, the NFLOG prefix), the conntrack
-//     mark and zone: IANA has no element for them. (ulogd2 exports the
-//     prefix and mark as netfilter's enterprise elements 21373/3 and
-//     21373/4; no collector weir is tested with reads them.)
+//     mark and zone: IANA has no element for them. They travel as weir's
+//     enterprise elements when a PEN is configured (enterprise.go).
+//     (ulogd2 exports the prefix and mark as netfilter's enterprise
+//     elements 21373/3 and 21373/4; no collector weir is tested with
+//     reads them.)
 //   - the post-NAT key of a record whose PostNAT family differs from its
 //     key's (NAT64; Linux conntrack does not translate between families):
 //     the template pair goes by the key's family, so such a record is

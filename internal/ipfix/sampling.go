@@ -57,7 +57,7 @@ const samplingRecordLen = 4 + 4 + 2 + 4
 
 // sampledPairs are the bits of Encoder.pairs of sampled templates' pairs
 // (pair p holds templates 2p and 2p+1: sampled when p&(tSampled>>1) != 0).
-const sampledPairs = 0xcccc
+const sampledPairs = 0xcccccccc
 
 // chunk is a part of an Encoder's template announcement: whole sets that
 // fit in one message, and how many options data records they hold.
@@ -76,11 +76,11 @@ func (e *Encoder) buildTemplates() {
 	room := e.cfg.MTU - headerLen // a chunk fits in a message of its own
 	b, cs := e.tmpl[:0], e.chunks[:0]
 	set := -1
-	for i := range Templates {
+	for i := range e.ts {
 		if e.pairs&(1<<(i>>1)) == 0 {
 			continue
 		}
-		if set >= 0 && len(b)-set+templateLen(&Templates[i]) > room {
+		if set >= 0 && len(b)-set+templateLen(&e.ts[i]) > room {
 			binary.BigEndian.PutUint16(b[set+2:], uint16(len(b)-set))
 			cs, set = append(cs, chunk{end: len(b)}), -1
 		}
@@ -89,7 +89,7 @@ func (e *Encoder) buildTemplates() {
 			b = binary.BigEndian.AppendUint16(b, templateSet)
 			b = append(b, 0, 0) // length, when the set closes
 		}
-		b = appendTemplate(b, &Templates[i])
+		b = appendTemplate(b, &e.ts[i])
 	}
 	binary.BigEndian.PutUint16(b[set+2:], uint16(len(b)-set))
 	cs = append(cs, chunk{end: len(b)})

@@ -26,8 +26,11 @@
 // (flow.VerdictDeny: NFLOG) templates that add firewallEvent 3, Flow
 // Denied (nat.go); both combine with the drop and sampled ones, 32
 // templates in all, each pair announced with the first record that needs
-// it. The rule name, conntrack mark and zone have no IANA element and are
-// not exported.
+// it. The rule name, conntrack mark and zone, and the enrichment
+// (workloads, service) have no IANA element: with a Private Enterprise
+// Number configured (Config.PEN) they travel as enterprise elements, in
+// 32 more templates with an enterprise block (enterprise.go), announced
+// the same way; without one they are not exported.
 //
 // The Decoder reads IPFIX, NetFlow v9 and v5 from any exporter into
 // flow.Record: the elements above from any template, in any order.
@@ -119,18 +122,21 @@ type Template struct {
 
 // Template index bits: template i is for a record of IPv6 (i&tIPv6), with
 // drops (i&tDrops), sampled (i&tSampled), translated (i&tNAT), denied
-// (i&tDeny). Pair p (templates 2p and 2p+1) differs only by family.
+// (i&tDeny), enriched (i&tEnt: the enterprise block, enterprise.go, only
+// in an Encoder with a PEN). Pair p (templates 2p and 2p+1) differs only
+// by family.
 const (
 	tIPv6    = 1
 	tDrops   = 2
 	tSampled = 4
 	tNAT     = 8
 	tDeny    = 16
+	tEnt     = 32
 )
 
 // templateID is the id of template i: 256..263 for the first eight (as
 // before NAT and verdicts), then 265.. past the sampling options
-// template's 264.
+// template's 264 (289..320 for the enterprise ones).
 func templateID(i int) uint16 {
 	if i < 8 {
 		return uint16(TemplateIPv4 + i)
@@ -138,12 +144,13 @@ func templateID(i int) uint16 {
 	return uint16(TemplateSampling + 1 + i - 8)
 }
 
-// biflowFields is the layout of template i (the index bits above).
-// Fixed-length fields come first, so each sits at a constant offset; the
-// interface name (variable) is last. The drop, sampled, NAT and deny
+// biflowFields is the layout of template i (the index bits above), its
+// enterprise elements under pen. Fixed-length fields come first, so each
+// sits at a constant offset; the interface name (variable) is last but
+// for the enterprise strings. The drop, sampled, NAT, deny and enterprise
 // templates are the plain ones with their fields inserted, in that order,
 // before the name, so all share every other offset.
-func biflowFields(i int) []Field {
+func biflowFields(i int, pen uint32) []Field {
 	srcID, dstID, addrLen, icmpID := uint16(IESourceIPv4Address), uint16(IEDestinationIPv4Address), uint16(4), uint16(IEICMPTypeCodeIPv4)
 	if i&tIPv6 != 0 {
 		srcID, dstID, addrLen, icmpID = IESourceIPv6Address, IEDestinationIPv6Address, 16, IEICMPTypeCodeIPv6
@@ -182,7 +189,14 @@ func biflowFields(i int) []Field {
 	if i&tDeny != 0 {
 		fs = append(fs, Field{ID: IEFirewallEvent, Length: 1})
 	}
-	return append(fs, Field{ID: IEInterfaceName, Length: Variable})
+	if i&tEnt != 0 {
+		fs = append(fs, entFixedFields(pen)...)
+	}
+	fs = append(fs, Field{ID: IEInterfaceName, Length: Variable})
+	if i&tEnt != 0 {
+		fs = append(fs, entStringFields(pen)...)
+	}
+	return fs
 }
 
 // Templates are the record layouts, in pairs of IPv4 and IPv6 biflows:
@@ -190,10 +204,12 @@ func biflowFields(i int) []Field {
 // again with the post-NAT key, with firewallEvent, with both (template i
 // has the index bits above, and id templateID(i)). An Encoder announces
 // the plain pair from its first message and each other pair from its
-// first record that needs it.
+// first record that needs it. The 32 with the enterprise block (index bit
+// tEnt) depend on the PEN: each Encoder with one makes its own
+// (enterpriseTemplates).
 var Templates = func() (ts [32]Template) {
 	for i := range ts {
-		ts[i] = Template{ID: templateID(i), Fields: biflowFields(i)}
+		ts[i] = Template{ID: templateID(i), Fields: biflowFields(i, 0)}
 	}
 	return ts
 }()

@@ -364,13 +364,19 @@ func needTshark(t *testing.T) string {
 // for tshark; it returns the records and the file's path.
 func encodePcap(t *testing.T, refresh int, seed uint64, n int, port uint16, more func(*flow.Record, int)) ([]flow.Record, string) {
 	t.Helper()
+	return encodePcapPEN(t, 0, refresh, seed, n, port, more)
+}
+
+// encodePcapPEN is encodePcap from an Encoder with enterprise number pen.
+func encodePcapPEN(t *testing.T, pen uint32, refresh int, seed uint64, n int, port uint16, more func(*flow.Record, int)) ([]flow.Record, string) {
+	t.Helper()
 	var file bytes.Buffer
 	w, err := pcap.NewWriter(&file, packet.LinkRaw, 65535)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: refresh, Now: func() time.Time { return ts }}, func(m []byte) error {
+	e, _ := NewEncoder(Config{Domain: 7, RefreshMessages: refresh, PEN: pen, Now: func() time.Time { return ts }}, func(m []byte) error {
 		p := udp4(m, port)
 		return w.WritePacket(ts.UnixNano(), len(p), p)
 	})

@@ -6,7 +6,9 @@
 // Records of sampled traffic (flow.Record.Sampling > 1) tell the collector
 // their interval: internal/ipfix announces it in options data. Translated
 // records (conntrack) carry their post-NAT key, deny flows (NFLOG)
-// firewallEvent "flow denied", in templates of their own.
+// firewallEvent "flow denied", in templates of their own. With a Private
+// Enterprise Number (Config.PEN) the workloads, service, rule, conntrack
+// mark and zone travel as enterprise elements under it.
 //
 // Write blocks while it paces or while a stream collector applies back
 // pressure; capture puts a sink.Queue in front of each exporter, so a slow
@@ -51,6 +53,10 @@ type Config struct {
 	MTU    int     // largest message (default ipfix.DefaultMTU; the URL's mtu wins)
 	Rate   float64 // UDP messages per second (0: DefaultRate; <0: unpaced)
 	Domain uint32  // observation domain id
+	// PEN is the Private Enterprise Number of the enterprise elements
+	// carrying the enrichment, rule, conntrack mark and zone (0: they are
+	// not sent; see ipfix.Config.PEN).
+	PEN uint32
 	// TLS configures ipfix+tls:// (nil: system roots, server name from
 	// the URL). Use TLSConfig to build it from files.
 	TLS *tls.Config
@@ -74,6 +80,9 @@ type Stats struct {
 	// reconnect); DialErrors counts failed attempts.
 	Connects, DialErrors uint64
 	Connected            bool // a stream connection is up (always true for UDP)
+	// CutStrings counts enterprise strings cut so that their record fits
+	// in a message (ipfix.Encoder.Cut).
+	CutStrings uint64
 }
 
 // Exporter is a sink.Sink sending IPFIX to one collector. It is not safe
@@ -88,8 +97,8 @@ type Exporter struct {
 	sleep func(time.Duration)
 	now   func() time.Time
 	stats struct {
-		records, messages, bytes, errs, dropped, connects, dialErrs atomic.Uint64
-		connected                                                   atomic.Bool
+		records, messages, bytes, errs, dropped, connects, dialErrs, cut atomic.Uint64
+		connected                                                        atomic.Bool
 	}
 }
 
@@ -134,7 +143,7 @@ func New(cfg Config) (*Exporter, error) {
 		cfg.MTU = mtu
 	}
 	x := &Exporter{cfg: cfg, url: cfg.URL, sleep: time.Sleep, now: time.Now}
-	icfg := ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU}
+	icfg := ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU, PEN: cfg.PEN}
 	switch network {
 	case "udp":
 		if cfg.MTU > MaxUDPMTU {
@@ -234,6 +243,7 @@ func (x *Exporter) Write(recs []flow.Record) error {
 		}
 	}
 	x.stats.records.Add(uint64(len(recs)))
+	x.stats.cut.Store(x.enc.Cut())
 	return x.enc.Flush()
 }
 
@@ -249,5 +259,6 @@ func (x *Exporter) Close() error {
 func (x *Exporter) Stats() Stats {
 	return Stats{Records: x.stats.records.Load(), Messages: x.stats.messages.Load(),
 		Bytes: x.stats.bytes.Load(), SendErrors: x.stats.errs.Load(), DroppedRecords: x.stats.dropped.Load(),
-		Connects: x.stats.connects.Load(), DialErrors: x.stats.dialErrs.Load(), Connected: x.stats.connected.Load()}
+		Connects: x.stats.connects.Load(), DialErrors: x.stats.dialErrs.Load(), Connected: x.stats.connected.Load(),
+		CutStrings: x.stats.cut.Load()}
 }
