@@ -106,6 +106,13 @@ go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/nflog >>"
 go run ./internal/tools/benchsum "$out"/conntrack.txt
 
 echo
+echo "== services (issue 8): OVN lb-group-stress on the service model, M = 3,000 load balancers; goal at 120 nodes:"
+echo "   last add <= 1 ms, RSS <= 200 MB; with groups rows and recompute stay flat in N, without they grow as N x M"
+bin/weir bench lbstress --nodes 20,120,250,500 --lbs 3000 | tee "$out/lbstress.txt"
+go test -run '^$' -bench 'BenchmarkAddLB|BenchmarkRecompute' -benchmem -count "$count" ./internal/enrich/services >"$out/services.txt"
+go run ./internal/tools/benchsum "$out"/services.txt
+
+echo
 echo "== store and query: 10.08M rows (weir bench gendb: 7 days x 288 blocks x 5,000 flows), warm cache, top 10"
 dir=$out/gendb-week
 rm -rf "$dir"

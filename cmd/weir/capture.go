@@ -43,6 +43,9 @@ const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127
   # Connections from conntrack, with NAT, plus packets dropped by 'log group 5 drop' rules
   sudo weir capture --source conntrack --nflog-group 5 --ct-poll-interval 2s -o json
 
+  # Label records with workloads and services (examples/inventory.yaml)
+  weir capture --read trace.pcap --enrich inventory.yaml -o json
+
   # Deterministic synthetic traffic, for benchmarks and memory checks
   weir capture --synthetic flows=100000,packets=5000000,ipv6=0.5 --max-flows=100000 -o none --stats
 `
@@ -81,9 +84,19 @@ between, into a bounded connection store that emits delta records with the
 post-NAT addresses (nat_*) of translated connections. --nflog-group N adds
 the packets that firewall rules log to that group and drop, as deny flows
 (verdict deny, the log prefix as the rule); --source nflog reads only those.
-Both need root or CAP_NET_ADMIN.`, captureExamples)
+Both need root or CAP_NET_ADMIN.
+
+With --enrich FILE, every record is labelled before it reaches any sink
+(stdout, the store, --export) from an inventory of workloads (address or
+prefix → name, namespace, node; the longest prefix wins) and load
+balancers (VIP:port → service, backends, group): src_workload,
+dst_workload, service and service_match (vip, nat, backend, ambiguous) in
+JSON records. The file (YAML or JSON, docs/enrich.md) is checked every
+--enrich-reload and reloaded when it changes; a bad file is logged and
+counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, captureExamples)
 	o.live.flags(fs)
 	o.sinks.flags(fs)
+	o.sinks.enrich.flags(fs)
 	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
 	fs.StringVar(&o.read, "r", "", "short for --read")
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")

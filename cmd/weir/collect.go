@@ -54,7 +54,9 @@ weir): IPFIX over UDP, TCP or TLS, and NetFlow v9 and v5 over UDP. Records go
 to the same places captured ones do: the store (queried with 'weir query'),
 stdout, and --export destinations. Templates are kept per exporter and
 observation domain (per connection for TCP/TLS) and expire when not
-refreshed; options templates (e.g. sampling) are decoded and kept. Malformed
+refreshed; options templates (e.g. sampling) are decoded and kept. With
+--ipfix-pen, weir's enterprise elements under that number (workloads,
+service, rule, conntrack mark and zone) are read too. Malformed
 messages are counted by reason (--stats, weir_collector_* metrics), never
 fatal.`, collectExamples)
 	fs.Var(&o.listen, "listen", "receive on `url`: udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT; repeatable (default "+collector.DefaultListen+")")
@@ -69,6 +71,7 @@ fatal.`, collectExamples)
 	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "allow --metrics-addr to be a non-loopback address")
 	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, sequence gaps) to stderr at exit")
 	o.sinks.flags(fs)
+	o.sinks.enrich.flags(fs)
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
@@ -99,6 +102,7 @@ fatal.`, collectExamples)
 		fmt.Fprintf(stderr, "weir collect: %v\n", err)
 		return exitFailure
 	}
+	cfg.Decoder.PEN = uint32(o.sinks.ipfixPEN) // checked by open
 	out, queues := o.sinks.queued(o.queueDepth)
 	c, err := collector.New(cfg, out)
 	if err != nil {
@@ -209,6 +213,9 @@ func printCollectStats(w io.Writer, st collector.Stats) {
 	fmt.Fprintf(w, "errors     ")
 	for i, c := range st.Errors {
 		fmt.Fprintf(w, " %s %s", ipfix.DecodeError(i), n(c))
+	}
+	if st.InternFull > 0 {
+		fmt.Fprintf(w, "; enterprise value tables emptied when full %s times", n(st.InternFull))
 	}
 	fmt.Fprintf(w, "\nconnections %s accepted, %s rejected, %d open; %s read errors, %s sink errors\n",
 		n(st.ConnsAccepted), n(st.ConnsRejected), st.ConnsOpen, n(st.ReadErrors), n(st.SinkErrors))

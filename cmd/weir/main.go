@@ -33,7 +33,8 @@ func commands() []command {
 		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
 		{"collect", "receive IPFIX (UDP, TCP, TLS) and NetFlow v9/v5 from exporters into the same sinks", runCollect},
 		{"query", "answer questions from the flow store: top talkers, conversations, applications over time", runQuery},
-		{"bench", "benchmark tools: build a flow store of generated records (gendb)", runBench},
+		{"services", "the service model compiled to datapath rows: explain a VIP", runServices},
+		{"bench", "benchmark tools: a flow store of generated records (gendb), the OVN load-balancer stress (lbstress)", runBench},
 		{"version", "print weir's version and build information", runVersion},
 	}
 }

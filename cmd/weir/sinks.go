@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 
+	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
@@ -23,10 +25,13 @@ type sinkOpts struct {
 	export                          listFlag
 	exportRate                      float64
 	exportCA, exportCert, exportKey string
+	ipfixPEN                        uint64 // --ipfix-pen: checked to fit 32 bits by open
 
 	st        *store.Store // open store, nil when --data-dir off
 	exporters []*ipfixsink.Exporter
 	main      sink.Sink // stdout and store
+
+	enrich enrichOpts // --enrich: records are labelled before the fan-out (sync, queued)
 }
 
 func (o *sinkOpts) flags(fs *flag.FlagSet) {
@@ -36,6 +41,9 @@ func (o *sinkOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.exportCA, "export-ca", "", "PEM `file` of the CA that signed ipfix+tls:// collectors' certificates (default: the system roots)")
 	fs.StringVar(&o.exportCert, "export-cert", "", "PEM `file` of the client certificate for ipfix+tls:// (mutual TLS; with --export-key)")
 	fs.StringVar(&o.exportKey, "export-key", "", "PEM `file` of the client certificate's key")
+	fs.Uint64Var(&o.ipfixPEN, "ipfix-pen", 0, "IANA Private Enterprise `number` under which IPFIX carries the workloads, service, rule, conntrack mark and zone "+
+		"as enterprise elements (--export sends them, weir collect reads them); 0: not sent, and read from no one. weir has no PEN of its own: "+
+		"use your organisation's (RFC 5612's 32473 is for documentation and examples only)")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or none")
 	fs.StringVar(&o.output, "o", "table", "short for --output")
 	fs.IntVar(&o.top, "top", 20, "with --output=table: show the top `n` flows by bytes at the end; 0 prints every record as it is emitted")
@@ -61,6 +69,10 @@ func (o *sinkOpts) open(stdout_ io.Writer) error {
 		o.st = stor
 		o.main = sink.Multi{o.main, stor}
 	}
+	if o.ipfixPEN > math.MaxUint32 || o.ipfixPEN == ipfix.ReversePEN {
+		o.close()
+		return errUsage(fmt.Sprintf("--ipfix-pen %d: want a Private Enterprise Number below 2^32, not RFC 5103's %d", o.ipfixPEN, ipfix.ReversePEN))
+	}
 	var tlsCfg *tls.Config
 	if o.exportCA != "" || o.exportCert != "" || o.exportKey != "" {
 		if tlsCfg, err = ipfixsink.TLSConfig(o.exportCA, o.exportCert, o.exportKey); err != nil {
@@ -73,7 +85,7 @@ func (o *sinkOpts) open(stdout_ io.Writer) error {
 		if rate == 0 {
 			rate = -1 // unpaced
 		}
-		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate, TLS: tlsCfg})
+		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate, TLS: tlsCfg, PEN: uint32(o.ipfixPEN)})
 		if err != nil {
 			o.close()
 			if errors.Is(err, ipfixsink.ErrScheme) {
@@ -93,7 +105,7 @@ func (o *sinkOpts) sync() sink.Sink {
 	for _, x := range o.exporters {
 		all = append(all, x)
 	}
-	return all
+	return o.enrich.wrap(all)
 }
 
 // queued puts a bounded queue of depth batches in front of the main sinks
@@ -108,7 +120,7 @@ func (o *sinkOpts) queued(depth int) (sink.Sink, []*sink.Queue) {
 	for i, q := range qs {
 		all[i] = q
 	}
-	return all, qs
+	return o.enrich.wrap(all), qs
 }
 
 // collectors are the metrics of the store and the exporters.
@@ -119,6 +131,9 @@ func (o *sinkOpts) collectors() []metrics.Collector {
 	}
 	if len(o.exporters) > 0 {
 		cs = append(cs, ipfixsink.Collector(o.exporters...))
+	}
+	if o.enrich.e != nil {
+		cs = append(cs, o.enrich.e.Collector())
 	}
 	return cs
 }

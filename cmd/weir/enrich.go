@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/weir-dev/weir/internal/enrich"
+	"github.com/weir-dev/weir/internal/sink"
+)
+
+// enrichOpts are --enrich and --enrich-reload (capture and collect): an
+// inventory file whose workloads and services label every record before
+// the fan-out to the sinks, reloaded when it changes.
+type enrichOpts struct {
+	path   string
+	reload time.Duration
+	logw   io.Writer // reload messages; nil: stderr
+
+	e       *enrich.Enricher // nil without --enrich
+	w       *enrich.Watcher
+	startMu sync.Mutex
+	cancel  context.CancelFunc
+}
+
+func (o *enrichOpts) flags(fs *flag.FlagSet) {
+	fs.Var(enrichFlag{o}, "enrich", "label records with workloads and services from the inventory `file` (YAML or JSON: docs/enrich.md), read now and reloaded when it changes")
+	fs.DurationVar(&o.reload, "enrich-reload", 5*time.Second, "check the --enrich file for changes this often (0: never); a bad file is logged and counted, and the previous inventory kept")
+}
+
+// enrichFlag loads the inventory as the flag is parsed, so that a bad
+// file is a command-line error (exit 2) that names the file and line.
+type enrichFlag struct{ o *enrichOpts }
+
+func (f enrichFlag) String() string {
+	if f.o == nil {
+		return ""
+	}
+	return f.o.path
+}
+
+func (f enrichFlag) Set(path string) error {
+	o := f.o
+	e := enrich.NewEnricher()
+	w := enrich.NewWatcher(e, path, o.logf)
+	if err := w.Load(); err != nil {
+		return err
+	}
+	o.path, o.e, o.w = path, e, w
+	return nil
+}
+
+func (o *enrichOpts) logf(format string, a ...any) {
+	w := o.logw
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "weir: "+format+"\n", a...)
+}
+
+// wrap returns next behind the enricher (next itself without --enrich),
+// and starts watching the file; closing the returned sink stops that.
+func (o *enrichOpts) wrap(next sink.Sink) sink.Sink {
+	if o.e == nil {
+		return next
+	}
+	o.startMu.Lock()
+	defer o.startMu.Unlock()
+	if o.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		o.cancel = cancel
+		if o.reload > 0 {
+			go o.w.Run(ctx, o.reload)
+		}
+	}
+	return &enrichSink{Sink: enrich.NewSink(o.e, next), stop: o.cancel}
+}
+
+// enrichSink stops the watcher when the sinks are closed.
+type enrichSink struct {
+	*enrich.Sink
+	stop context.CancelFunc
+}
+
+func (s *enrichSink) Close() error {
+	s.stop()
+	return s.Sink.Close()
+}
