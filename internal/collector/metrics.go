@@ -26,6 +26,7 @@ var (
 	mRejected  = desc("weir_collector_connections_rejected_total", "TCP/TLS connections closed at once because the connection bound was reached.", metrics.Counter)
 	mReadErrs  = desc("weir_collector_read_errors_total", "Socket reads or accepts that failed (TLS handshakes included).", metrics.Counter)
 	mSinkErrs  = desc("weir_collector_sink_errors_total", "Batches the sinks refused.", metrics.Counter)
+	mIntern    = desc("weir_collector_intern_full_total", "Times a session's table of enterprise strings (workloads, services, rules; --ipfix-pen) was emptied because it was full.", metrics.Counter)
 )
 
 func desc(name, help string, t metrics.Type, labels ...string) *metrics.Desc {
@@ -40,7 +41,7 @@ func (c *Collector) Collector() metrics.Collector { return &promCollector{c} }
 // Describe lists every metric the collector emits.
 func (p *promCollector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{mMessages, mRecords, mOptions, mTemplates, mWithdrawn, mExpired, mLive, mGaps,
-		mSkipped, mErrors, mConns, mAccepted, mRejected, mReadErrs, mSinkErrs}
+		mSkipped, mErrors, mConns, mAccepted, mRejected, mReadErrs, mSinkErrs, mIntern}
 }
 
 // Collect writes the current values.
@@ -66,7 +67,7 @@ func (p *promCollector) Collect(w *metrics.Writer) {
 		{mWithdrawn, float64(st.Withdrawals)}, {mExpired, float64(st.Expired)}, {mLive, float64(st.TemplatesLive)},
 		{mSkipped, float64(st.SkippedSets)}, {mConns, float64(st.ConnsOpen)},
 		{mAccepted, float64(st.ConnsAccepted)}, {mRejected, float64(st.ConnsRejected)},
-		{mReadErrs, float64(st.ReadErrors)}, {mSinkErrs, float64(st.SinkErrors)}} {
+		{mReadErrs, float64(st.ReadErrors)}, {mSinkErrs, float64(st.SinkErrors)}, {mIntern, float64(st.InternFull)}} {
 		w.Sample(s.d, s.v)
 	}
 }

@@ -11,6 +11,7 @@ var (
 	mErrors   = counter("weir_export_send_errors_total", "Messages the transport refused or failed to write.")
 	mConnects = counter("weir_export_connects_total", "Stream (TCP/TLS) connections established, reconnects included.")
 	mDialErrs = counter("weir_export_dial_errors_total", "Failed stream connection attempts.")
+	mCut      = counter("weir_export_cut_strings_total", "Enterprise strings (workloads, services, rules; --ipfix-pen) cut so that their record fits a message.")
 	mUp       = &metrics.Desc{Name: "weir_export_connected", Help: "1 while the destination's connection is up (UDP: always).", Type: metrics.Gauge, Labels: []string{"destination"}}
 )
 
@@ -26,7 +27,7 @@ func Collector(xs ...*Exporter) metrics.Collector { return &collector{xs} }
 
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mRecords, mMessages, mBytes, mDropped, mErrors, mConnects, mDialErrs, mUp}
+	return []*metrics.Desc{mRecords, mMessages, mBytes, mDropped, mErrors, mConnects, mDialErrs, mCut, mUp}
 }
 
 // Collect writes each exporter's counters.
@@ -42,7 +43,7 @@ func (c *collector) Collect(w *metrics.Writer) {
 			v float64
 		}{{mRecords, float64(st.Records)}, {mMessages, float64(st.Messages)}, {mBytes, float64(st.Bytes)},
 			{mDropped, float64(st.DroppedRecords)}, {mErrors, float64(st.SendErrors)},
-			{mConnects, float64(st.Connects)}, {mDialErrs, float64(st.DialErrors)}, {mUp, up}} {
+			{mConnects, float64(st.Connects)}, {mDialErrs, float64(st.DialErrors)}, {mCut, float64(st.CutStrings)}, {mUp, up}} {
 			w.Sample(s.d, s.v, x.url)
 		}
 	}
