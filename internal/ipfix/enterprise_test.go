@@ -132,39 +132,8 @@ func entWant(rec *flow.Record) map[string]string {
 // with no error and no gap; without the PEN, or with another, the records
 // come back with no enrichment (the elements skipped) and still no error.
 func TestEnterpriseRoundTrip(t *testing.T) {
-	var msgs [][]byte
-	e, err := NewEncoder(Config{Domain: 5, RefreshMessages: 10, PEN: testPEN}, collectMsgs(&msgs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(61, 62))
 	const n = 40000
-	recs := make([]flow.Record, n)
-	for i := range recs {
-		recs[i] = randRecord(r, i)
-		withDrops(&recs[i], i)
-		withSampling(&recs[i], i)
-		withNAT(&recs[i], i)
-		withEnt(&recs[i], i)
-		if err := e.Add(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.Flush()
-	var templates map[uint16][]wireField
-	var got []decoded
-	for k, m := range msgs {
-		pm := parseMessage(t, m, templates)
-		if k == 0 {
-			for id := range pm.templates {
-				if id > TemplateSampling {
-					t.Errorf("first message announces template %d before any record needs it", id)
-				}
-			}
-		}
-		templates = pm.templates
-		got = append(got, pm.records...)
-	}
+	msgs, recs, templates, got, e := encodeParse(t, Config{Domain: 5, RefreshMessages: 10, PEN: testPEN}, 61, n, withDrops, withSampling, withNAT, withEnt)
 	for i := range 64 {
 		fs, ok := templates[templateID(i)]
 		if !ok {

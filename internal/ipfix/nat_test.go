@@ -76,35 +76,8 @@ func travelled(rec flow.Record) flow.Record {
 // the first message (no record needed them yet); weir's decoder gives
 // every record back equal, with no error and no sequence gap.
 func TestNATRoundTrip(t *testing.T) {
-	var msgs [][]byte
-	e, _ := NewEncoder(Config{Domain: 5, RefreshMessages: 10}, collectMsgs(&msgs))
-	r := rand.New(rand.NewPCG(41, 42))
 	const n = 16000 // 3·5·7·11·13 and more: every combination of the helpers' patterns
-	recs := make([]flow.Record, n)
-	for i := range recs {
-		recs[i] = randRecord(r, i)
-		withDrops(&recs[i], i)
-		withSampling(&recs[i], i)
-		withNAT(&recs[i], i)
-		if err := e.Add(&recs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.Flush()
-	var templates map[uint16][]wireField
-	var got []decoded
-	for k, m := range msgs {
-		pm := parseMessage(t, m, templates)
-		if k == 0 {
-			for id := range pm.templates {
-				if id > TemplateSampling {
-					t.Errorf("first message announces template %d before any record needs it", id)
-				}
-			}
-		}
-		templates = pm.templates
-		got = append(got, pm.records...)
-	}
+	msgs, recs, templates, got, _ := encodeParse(t, Config{Domain: 5, RefreshMessages: 10}, 41, n, withDrops, withSampling, withNAT)
 	for i := range Templates {
 		if _, ok := templates[templateID(i)]; !ok {
 			t.Errorf("template %d (index %d) never announced", templateID(i), i)
@@ -432,4 +405,45 @@ func TestNATSampled(t *testing.T) {
 	if st := d.Stats(); st.Errors != [NumDecodeErrors]uint64{} || st.OptionsRecords == 0 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// encodeParse encodes n random records (seeded), each changed by the with
+// helpers in turn, and parses the messages with the independent parser. It
+// checks that the first message announces no template before a record
+// needs it, and returns the messages, the records, the last templates seen,
+// the parsed records and the encoder.
+func encodeParse(t *testing.T, cfg Config, seed uint64, n int, with ...func(*flow.Record, int)) ([][]byte, []flow.Record, map[uint16][]wireField, []decoded, *Encoder) {
+	t.Helper()
+	var msgs [][]byte
+	e, err := NewEncoder(cfg, collectMsgs(&msgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	recs := make([]flow.Record, n)
+	for i := range recs {
+		recs[i] = randRecord(r, i)
+		for _, w := range with {
+			w(&recs[i], i)
+		}
+		if err := e.Add(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Flush()
+	var templates map[uint16][]wireField
+	var got []decoded
+	for k, m := range msgs {
+		pm := parseMessage(t, m, templates)
+		if k == 0 {
+			for id := range pm.templates {
+				if id > TemplateSampling {
+					t.Errorf("first message announces template %d before any record needs it", id)
+				}
+			}
+		}
+		templates = pm.templates
+		got = append(got, pm.records...)
+	}
+	return msgs, recs, templates, got, e
 }
