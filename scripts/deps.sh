@@ -3,7 +3,8 @@
 # on every `make run` / `make test`. On a fresh Debian machine run it as root.
 #
 #   scripts/deps.sh run      # what `make run` needs: Go, its modules, iproute2
-#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd, nft)
+#   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd, nft,
+#                            # conntrack, iperf3, sockperf, ethtool, chromium)
 #   scripts/deps.sh bench    # the same as test
 #   scripts/deps.sh generate # clang and libbpf headers for `make generate` (the eBPF program)
 set -euo pipefail
@@ -28,6 +29,10 @@ declare -A pkg_for=(
   [softflowd]=softflowd    # IPFIX interop: weir's collector reads a real exporter
   [nft]=nftables           # firewall rules that drop packets in test hosts (eBPF drop attribution)
   [conntrack]=conntrack     # independent listing of the conntrack table (internal/source/conntrack tests)
+  [iperf3]=iperf3          # weir bench --calibrate: TCP stream reference beside weir's driver
+  [sockperf]=sockperf      # weir bench --calibrate: ping-pong latency reference
+  [ethtool]=ethtool        # weir bench --observe: segmentation offloads off, so a packet is a segment
+  [chromium]=chromium      # weir bench compare --html: the report is opened headless in a test
 )
 missing=()
 case "$profile" in

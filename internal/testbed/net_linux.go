@@ -39,20 +39,12 @@ var netSeq atomic.Uint64 // Net address slot counter
 func NewNet(t testing.TB, kind HubKind, hosts int) *Net {
 	t.Helper()
 	Skip(t)
-	if kind != Bridge && kind != Router {
-		t.Fatalf("testbed: NewNet: unknown hub kind %v", kind)
-	}
-	if hosts < 0 || hosts > MaxHosts {
-		t.Fatalf("testbed: NewNet: %d hosts, want 0..%d", hosts, MaxHosts)
-	}
 	if kind == Bridge && bridgeBin == "" {
 		skipOrFail(t, "the bridge command (iproute2) was not found")
 	}
-	n := &Net{Kind: kind, id: seq.Add(1) - 1, slot: netSeq.Add(1) - 1}
-	n.Hub = &Host{Name: n.nsName("hub")}
-	n.Hub.path = netnsDir + "/" + n.Hub.Name
-	if kind == Bridge {
-		n.Hub.Iface = BridgeName
+	n, err := newNet(kind, hosts)
+	if err != nil {
+		t.Fatalf("testbed: NewNet: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := n.destroy(); err != nil {
@@ -61,15 +53,72 @@ func NewNet(t testing.TB, kind HubKind, hosts int) *Net {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := n.createHub(ctx); err != nil {
-		t.Fatalf("testbed: NewNet: hub: %v", err)
-	}
-	if _, err := n.addHosts(ctx, hosts); err != nil {
+	if err := n.build(ctx, hosts); err != nil {
 		t.Fatalf("testbed: NewNet: %v", err)
 	}
 	return n
+}
+
+// OpenNet is NewNet for programs (weir bench): it returns errors instead of
+// failing a test, and the caller must call Close, also after an error (a
+// half-built Net is removed by it); namespaces left behind by a killed
+// program are swept by the next Available, as for tests. ctx bounds the
+// setup.
+func OpenNet(ctx context.Context, kind HubKind, hosts int) (*Net, error) {
+	if ok, why := Available(); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, why)
+	}
+	if kind == Bridge && bridgeBin == "" {
+		return nil, errors.New("testbed: the bridge command (iproute2) was not found")
+	}
+	n, err := newNet(kind, hosts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	if err := n.build(ctx, hosts); err != nil {
+		return n, fmt.Errorf("testbed: OpenNet: %w", err)
+	}
+	return n, nil
+}
+
+// Close removes every namespace and veth of n (hosts joined from other Nets
+// keep their namespace and lose only n's interface). It is for Nets made by
+// OpenNet; NewNet's cleanup calls it for tests. A second Close does nothing.
+func (n *Net) Close() error {
+	if n == nil || n.Hub == nil {
+		return nil
+	}
+	return n.destroy()
+}
+
+// newNet checks the arguments and names a Net; nothing is created yet.
+func newNet(kind HubKind, hosts int) (*Net, error) {
+	if kind != Bridge && kind != Router {
+		return nil, fmt.Errorf("unknown hub kind %v", kind)
+	}
+	if hosts < 0 || hosts > MaxHosts {
+		return nil, fmt.Errorf("%d hosts, want 0..%d", hosts, MaxHosts)
+	}
+	n := &Net{Kind: kind, id: seq.Add(1) - 1, slot: netSeq.Add(1) - 1}
+	n.Hub = &Host{Name: n.nsName("hub")}
+	n.Hub.path = netnsDir + "/" + n.Hub.Name
+	if kind == Bridge {
+		n.Hub.Iface = BridgeName
+	}
+	return n, nil
+}
+
+// build creates the hub and the first hosts.
+func (n *Net) build(ctx context.Context, hosts int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.createHub(ctx); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	_, err := n.addHosts(ctx, hosts, nil)
+	return err
 }
 
 // AddHost joins one more host to n while the test runs, and returns it
@@ -90,9 +139,39 @@ func (n *Net) AddHost(ctx context.Context) (*Host, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	hs, err := n.addHosts(ctx, 1)
+	hs, err := n.addHosts(ctx, 1, nil)
 	if err != nil {
 		return nil, fmt.Errorf("testbed: AddHost: %w", err)
+	}
+	return hs[0], nil
+}
+
+// Join gives host h (a host of another Net) a second interface on n, the
+// Multus case: a pod with an extra network. It returns a Host for that
+// interface: the same namespace (Name) with n's Iface and addresses, so
+// traffic to its addresses crosses n, not h's own Net. Only Bridge Nets can
+// be joined (a Router would give h a second default route). Close on n
+// removes the interface, never h's namespace. The rest is as AddHost.
+func (n *Net) Join(ctx context.Context, h *Host) (*Host, error) {
+	if n == nil || n.Hub == nil {
+		return nil, errors.New("testbed: Join on a Net not made by NewNet or OpenNet")
+	}
+	if n.Kind != Bridge {
+		return nil, errors.New("testbed: Join needs a Bridge Net")
+	}
+	if h == nil || h.path == "" || h.owner == n {
+		return nil, errors.New("testbed: Join: not a host of another Net")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, errors.New("testbed: Join after the Net was cleaned up")
+	}
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	hs, err := n.addHosts(ctx, 1, h)
+	if err != nil {
+		return nil, fmt.Errorf("testbed: Join: %w", err)
 	}
 	return hs[0], nil
 }
@@ -171,8 +250,10 @@ func writeSysctls(sys []sysctl) error {
 }
 
 // addHosts creates count hosts and joins them to the hub; n.mu is held.
-// One ip process per step and per namespace (ip -batch) keeps setup fast.
-func (n *Net) addHosts(ctx context.Context, count int) ([]*Host, error) {
+// With from set (count 1) the host is from's namespace, joined by a second
+// interface. One ip process per step and per namespace (ip -batch) keeps
+// setup fast.
+func (n *Net) addHosts(ctx context.Context, count int, from *Host) ([]*Host, error) {
 	if count == 0 {
 		return nil, nil
 	}
@@ -189,6 +270,9 @@ func (n *Net) addHosts(ctx context.Context, count int) ([]*Host, error) {
 			owner: n, index: i, hubIf: netIfName(pid, n.id, 'p', i),
 		}
 		h.path = netnsDir + "/" + h.Name
+		if from != nil {
+			h.Name, h.path, h.joined = from.Name, from.path, true
+		}
 		netHost(n.Kind, n.slot, i, h)
 		hs[j] = h
 	}
@@ -210,6 +294,9 @@ func (n *Net) addHosts(ctx context.Context, count int) ([]*Host, error) {
 func (n *Net) joinHosts(ctx context.Context, hs []*Host) error {
 	var cmds []string
 	for _, h := range hs {
+		if h.joined {
+			continue // the namespace is another Net's
+		}
 		n.nsList = append(n.nsList, h.Name) // before creating: cleanup must see it
 		cmds = append(cmds, "netns add "+h.Name)
 	}
@@ -217,6 +304,9 @@ func (n *Net) joinHosts(ctx context.Context, hs []*Host) error {
 		return err
 	}
 	for _, h := range hs {
+		if h.joined {
+			continue
+		}
 		if err := h.Do(func() error { return writeSysctls(hostSysctls()) }); err != nil {
 			return fmt.Errorf("%s: %w", h.Name, err)
 		}
@@ -227,8 +317,12 @@ func (n *Net) joinHosts(ctx context.Context, hs []*Host) error {
 	cmds = cmds[:0]
 	for _, h := range hs {
 		n.ports = append(n.ports, h.hubIf)
-		cmds = append(cmds, fmt.Sprintf("link add %s index %d address %s netns %s type veth peer name %s index %d address %s netns %s",
-			h.Iface, hostIndex, net.HardwareAddr(h.mac[:]), h.Name, h.hubIf, portIndex+h.index, net.HardwareAddr(h.hubMAC[:]), n.Hub.Name))
+		index := fmt.Sprintf(" index %d", hostIndex)
+		if h.joined { // the namespace's first interface has hostIndex
+			index = ""
+		}
+		cmds = append(cmds, fmt.Sprintf("link add %s%s address %s netns %s type veth peer name %s index %d address %s netns %s",
+			h.Iface, index, net.HardwareAddr(h.mac[:]), h.Name, h.hubIf, portIndex+h.index, net.HardwareAddr(h.hubMAC[:]), n.Hub.Name))
 	}
 	if err := runBatch(ctx, ipBin, "", false, cmds); err != nil {
 		return err
@@ -456,7 +550,10 @@ func (n *Net) remove(ctx context.Context, hs []*Host, all bool) error {
 		ports[BridgeName] = true
 	}
 	for _, h := range hs {
-		ports[h.hubIf], nss[h.Name] = true, true
+		ports[h.hubIf] = true
+		if !h.joined {
+			nss[h.Name] = true
+		}
 	}
 	var errs []error
 	if _, err := os.Stat(n.Hub.path); err == nil {

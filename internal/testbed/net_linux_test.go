@@ -453,3 +453,60 @@ func TestNetIfName(t *testing.T) {
 		}
 	}
 }
+
+// A second network (the Multus case): hosts of a Router Net joined to a
+// Bridge Net by a second interface. Traffic to the second addresses crosses
+// only the second hub, traffic to the first only the first; closing the
+// second Net removes its interfaces and leaves the hosts working.
+func TestJoinSecondNet(t *testing.T) {
+	Skip(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	prim := NewNet(t, Router, 2)
+	a, b := prim.Hosts[0], prim.Hosts[1]
+	sec, err := OpenNet(ctx, Bridge, 0)
+	defer sec.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prim.Join(ctx, a); err == nil {
+		t.Error("Join on a Router Net: no error")
+	}
+	a2, err := sec.Join(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := sec.Join(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a2.Name != a.Name || b2.Name != b.Name || a2.Iface == a.Iface || a2.Addr4 == a.Addr4 ||
+		a2.Prefix(false).Masked() != b2.Prefix(false).Masked() || a2.Prefix(false).Masked() == a.Prefix(false).Masked() {
+		t.Fatalf("joined hosts: %s %s %v / %s %s %v", a2.Name, a2.Iface, a2.Prefix(false), a.Name, a.Iface, a.Prefix(false))
+	}
+	tp1 := startTap(t, prim.Hub, 4200, 4201)
+	tp2 := startTap(t, sec.Hub, 4200, 4201)
+	udpOK(t, ctx, a2, b2, false, 4200, 40, 100)
+	udpOK(t, ctx, a2, b2, true, 4201, 30, 100)
+	udpOK(t, ctx, a, b, false, 4201, 20, 100)
+	got2, other2 := tp2.result(3 * (40 + 30))
+	checkSeen(t, got2, map[seen]int{
+		{ifindex(t, sec.Hub, sec.HubIface(a2)), 4200, 64}: 40, {ifindex(t, sec.Hub, BridgeName), 4200, 64}: 40, {ifindex(t, sec.Hub, sec.HubIface(b2)), 4200, 64}: 40,
+		{ifindex(t, sec.Hub, sec.HubIface(a2)), 4201, 64}: 30, {ifindex(t, sec.Hub, BridgeName), 4201, 64}: 30, {ifindex(t, sec.Hub, sec.HubIface(b2)), 4201, 64}: 30,
+	}, other2)
+	got1, other1 := tp1.result(2 * 20)
+	checkSeen(t, got1, map[seen]int{
+		{ifindex(t, prim.Hub, prim.HubIface(a)), 4201, 64}: 20, {ifindex(t, prim.Hub, prim.HubIface(b)), 4201, 63}: 20,
+	}, other1)
+	if err := sec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Do(func() error { _, err := net.InterfaceByName(a2.Iface); return err }); err == nil {
+		t.Errorf("%s still in %s after Close", a2.Iface, a.Name)
+	}
+	tcpOK(t, ctx, a, b, true, 100000) // the first network is untouched
+	if err := sec.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

@@ -91,6 +91,7 @@ type Host struct {
 	hubIf        string     // hub-side veth end
 	hub4, hub6   netip.Addr // hub's addresses facing the host (Router only)
 	mac, hubMAC  [6]byte    // host-side and hub-side veth MAC addresses
+	joined       bool       // the namespace belongs to another Net (Net.Join)
 }
 
 // Prefix returns the subnet of h's IPv6 address if v6 is set, else of its
