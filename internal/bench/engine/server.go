@@ -12,12 +12,23 @@ import (
 
 // ServerResult is what the server threads saw.
 type ServerResult struct {
-	Conns  uint64   `json:"conns"` // connections accepted
-	RxData uint64   `json:"rx_payload"`
-	TxData uint64   `json:"tx_payload"`
-	Lost   uint64   `json:"lost"`  // UDP receives that timed out, and transactions that ended with datagrams missing
-	Stray  uint64   `json:"stray"` // datagrams from another address than the thread's client
-	Errors []string `json:"errors,omitempty"`
+	Conns  uint64 `json:"conns"` // connections accepted
+	RxData uint64 `json:"rx_payload"`
+	TxData uint64 `json:"tx_payload"`
+	Lost   uint64 `json:"lost"`  // UDP receives that timed out, and transactions that ended with datagrams missing
+	Stray  uint64 `json:"stray"` // datagrams from another address than the thread's client
+	// Retrans are the TCP connections on which the server retransmitted
+	// (at most MaxConnRecords): the client's kernel counts the copies it
+	// received, but they make the connection's bytes inexact.
+	Retrans []ServerRetrans `json:"retrans,omitempty"`
+	Errors  []string        `json:"errors,omitempty"`
+}
+
+// ServerRetrans is one connection the server retransmitted on.
+type ServerRetrans struct {
+	Client   string `json:"client"` // the client's addr:port
+	Segments uint64 `json:"segments"`
+	Bytes    uint64 `json:"bytes"`
 }
 
 // Server is the server side of every pair: one thread per client thread,
@@ -152,6 +163,11 @@ func (s *Server) Wait() *ServerResult {
 		r.TxData += t.tx
 		r.Lost += t.lost
 		r.Stray += t.stray
+		for _, x := range t.retrans {
+			if len(r.Retrans) < MaxConnRecords {
+				r.Retrans = append(r.Retrans, x)
+			}
+		}
 		if t.err != nil {
 			r.Errors = append(r.Errors, fmt.Sprintf("server pair %d group %d thread %d: %v", t.key.Pair, t.key.Group, t.key.Thread, t.err))
 		}
@@ -188,6 +204,7 @@ type sthread struct {
 	started []uint64        // per transaction: iterations begun
 
 	accepted, rx, tx, lost, stray uint64
+	retrans                       []ServerRetrans
 	err                           error
 }
 
@@ -341,10 +358,12 @@ func (t *sthread) mirror(op *profile.Op, wait waitFn, first func() error) error 
 		c := t.pendConn
 		t.pendConn = nil
 		if c == nil {
+			var peer netip.AddrPort
 			var err error
-			if c, _, err = t.ln.accept(op, wait); err != nil {
+			if c, peer, err = t.ln.accept(op, wait); err != nil {
 				return err
 			}
+			c.peer = peer
 			t.accepted++
 		}
 		if err := event(); err != nil {
@@ -446,6 +465,9 @@ func (t *sthread) awaitClose(wait waitFn, event ...func() error) error {
 		return err
 	}
 	t.conn = nil
+	if ti, ierr := c.tcpInfo(); ierr == nil && ti.Total_retrans > 0 {
+		t.retrans = append(t.retrans, ServerRetrans{Client: c.peer.String(), Segments: uint64(ti.Total_retrans), Bytes: ti.Bytes_retrans})
+	}
 	c.close()
 	if err != errEOF {
 		if err == nil {

@@ -31,6 +31,7 @@ type sock struct {
 	fd    int
 	proto profile.Proto
 	v6    bool
+	peer  netip.AddrPort // an accepted connection's client
 
 	// Pushed back: bytes (TCP) or one datagram (UDP) read too early, which
 	// the next read returns first (see errPastEnd).
