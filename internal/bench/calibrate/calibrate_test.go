@@ -1,0 +1,105 @@
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weir-dev/weir/internal/testbed"
+)
+
+func TestParseIperf3(t *testing.T) {
+	out, err := os.ReadFile("testdata/iperf3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseIperf3(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The figures of the captured run (end.sum_received, end.sum_sent).
+	if r.BitsPerSec < 1e8 || r.BitsPerSec > 1e12 {
+		t.Errorf("bits/s %v", r.BitsPerSec)
+	}
+	for _, bad := range []string{`{"error": "unable to connect to server"}`, `{"end": {}}`, `not json`} {
+		if _, err := ParseIperf3([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}
+
+func TestParseSockperf(t *testing.T) {
+	out, err := os.ReadFile("testdata/sockperf-udp.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParseSockperf(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AvgRTT != 84277*time.Nanosecond || r.P50RTT != 81173*time.Nanosecond || r.P99RTT != 176615*time.Nanosecond {
+		t.Errorf("%+v", r)
+	}
+	noP99 := strings.ReplaceAll(string(out), "percentile 99.000", "percentile 98.000")
+	if _, err := ParseSockperf([]byte(noP99)); err == nil {
+		t.Error("no 99th percentile: accepted")
+	}
+	oneWay := strings.ReplaceAll(string(out), "avg-rtt=", "avg-lat=")
+	if _, err := ParseSockperf([]byte(oneWay)); err == nil || !strings.Contains(err.Error(), "one-way") {
+		t.Errorf("one-way output: %v", err)
+	}
+}
+
+// noneLeft fails if a tool's process outlived the test.
+func noneLeft(t *testing.T, name string) {
+	t.Cleanup(func() {
+		if out, err := exec.Command("pgrep", "-f", name+" .*-p 4[5-6]").Output(); err == nil && len(out) > 0 {
+			t.Errorf("%s still running: %s", name, out)
+		}
+	})
+}
+
+func TestIperf3(t *testing.T) {
+	testbed.Skip(t)
+	testbed.Need(t, "iperf3", "iperf3")
+	noneLeft(t, "iperf3")
+	p := testbed.NewPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, v6 := range []bool{false, true} {
+		r, err := Iperf3(ctx, p.A, p.B, v6, time.Second, 1, 128<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.BitsPerSec < 1e8 || r.Duration != time.Second || r.Streams != 1 || r.WriteSize != 128<<10 {
+			t.Errorf("v6=%v: %+v", v6, r)
+		}
+		t.Logf("iperf3 v6=%v: %.2f Gbit/s, %d retransmits", v6, r.BitsPerSec/1e9, r.Retransmits)
+	}
+}
+
+func TestSockperf(t *testing.T) {
+	testbed.Skip(t)
+	testbed.Need(t, "sockperf", "sockperf")
+	noneLeft(t, "sockperf")
+	p := testbed.NewPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tcp := range []bool{false, true} {
+		r, err := Sockperf(ctx, p.A, p.B, false, tcp, time.Second, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.AvgRTT < time.Microsecond || r.AvgRTT > 10*time.Millisecond || r.P50RTT > r.P99RTT || r.MsgSize != 64 {
+			t.Errorf("tcp=%v: %+v", tcp, r)
+		}
+		t.Logf("sockperf %s: avg %v p50 %v p99 %v", r.Proto, r.AvgRTT, r.P50RTT, r.P99RTT)
+	}
+	if _, err := Sockperf(ctx, p.A, p.B, true, false, time.Second, 64); !errors.Is(err, ErrNoIPv6) {
+		t.Errorf("IPv6: %v", err)
+	}
+}
