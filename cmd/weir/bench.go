@@ -22,6 +22,8 @@ func runBench(args []string, stdout_, stderr io.Writer) int {
 		fmt.Fprint(w, `Usage:
   weir bench gendb [flags]    build a flow store of generated records (see 'weir bench gendb --help')
   weir bench lbstress [flags] OVN's load-balancer-group stress on weir's service model (see 'weir bench lbstress --help')
+  weir bench run PROFILE      a uperf-style traffic profile between test hosts (see 'weir bench run --help')
+  weir bench compare A B...   before/after table of result files, --html report (see 'weir bench compare --help')
 `)
 		return code
 	}
@@ -30,8 +32,14 @@ func runBench(args []string, stdout_, stderr io.Writer) int {
 		return runGendb(args[1:], stdout_, stderr)
 	case "lbstress":
 		return runLBStress(args[1:], stdout_, stderr)
+	case "run":
+		return runBenchRun(args[1:], stdout_, stderr)
+	case "compare":
+		return runBenchCompare(args[1:], stdout_, stderr)
+	case "_child":
+		return runBenchChild(args[1:], stdout_, stderr)
 	}
-	fmt.Fprintf(stderr, "weir bench: unknown benchmark %q (gendb, lbstress)\n", args[0])
+	fmt.Fprintf(stderr, "weir bench: unknown benchmark %q (gendb, lbstress, run, compare)\n", args[0])
 	return exitUsage
 }
 

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weir-dev/weir/internal/bench/profile"
+	"github.com/weir-dev/weir/internal/bench/report"
+	"github.com/weir-dev/weir/internal/bench/runner"
+	"github.com/weir-dev/weir/internal/testbed"
+)
+
+// runBenchRun is `weir bench run PROFILE`.
+func runBenchRun(args []string, stdout_, stderr io.Writer) int {
+	var (
+		cfg      runner.Config
+		hub      string
+		offloads string
+		observe  string
+		jsonOut  string
+		sets     listFlag
+	)
+	fs := newFlagSet("bench run", "weir bench run [flags] PROFILE",
+		`Run a traffic profile between test hosts and print what it measured.
+
+PROFILE is weir's YAML profile or a uperf XML profile, read as uperf reads it
+(docs/bench-profiles.md). weir builds throw-away test hosts (network
+namespaces joined by veth pairs, addresses only inside them): one server
+host and one client host per pair, each client talking to its own server
+threads, plus a second network (the Multus case) when the profile connects
+over it. The server side and each client run as weir processes inside their
+hosts; nothing leaves them.
+
+Results: per transaction and flow op (count, avg, p50, p99, min, max latency,
+bytes/s, ops/s), per interface (packets/s and bits/s each way, from the
+kernel's counters), CPU per side. --json writes them with the profile, host
+facts and weir version, for 'weir bench compare'.
+
+--observe runs weir's capture in the server host during the run and checks,
+per connection, its packets and bytes against what the driver sent and the
+kernel counted (offloads are turned off so a packet is a segment);
+--strict makes any difference an error. --calibrate runs iperf3 (TCP stream)
+and sockperf (UDP ping-pong) on the same hosts and weir's driver in the same
+shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.yaml --json stream.json
+  sudo weir bench run --pairs 2 --set nthr=4 examples/bench/stream-4x16k.xml
+  sudo weir bench run --observe afpacket,conntrack --strict examples/bench/rr.yaml
+  sudo weir bench run --calibrate examples/bench/stream.yaml
+  weir bench compare before.json after.json --html report.html
+`)
+	fs.IntVar(&cfg.Pairs, "pairs", 1, "client/server pairs (client hosts), like Ripsaw's instances")
+	fs.StringVar(&hub, "hub", "bridge", "how the primary network joins the hosts: bridge or router")
+	fs.BoolVar(&cfg.Secondary, "secondary", false, "build the second network even if the profile does not use it")
+	fs.StringVar(&offloads, "offloads", "on", "segmentation offloads (TSO, GSO, GRO) on the test interfaces: on or off (--observe turns them off)")
+	fs.StringVar(&observe, "observe", "", "comma-separated capture `modes` to check against the traffic: afpacket, ebpf, conntrack")
+	fs.BoolVar(&cfg.Strict, "strict", false, "fail when --observe finds a difference")
+	fs.BoolVar(&cfg.Calibrate, "calibrate", false, "also run iperf3 and sockperf on the same hosts")
+	fs.StringVar(&jsonOut, "json", "", "write the result to `file` ('-': standard output, instead of the tables)")
+	fs.Var(&sets, "set", "`name=value` for a uperf $name (repeatable; the environment is used otherwise)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 0, "bound on the traffic phase (default: 3× the profile's durations + 1m)")
+	fs.IntVar(&cfg.BasePort, "base-port", 20000, "first server port")
+	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "weir bench run: want one PROFILE file\nRun 'weir bench run --help' for usage.")
+		return exitUsage
+	}
+	file := pos[0]
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir bench run: "+format+"\n", a...)
+		return exitUsage
+	}
+	switch hub {
+	case "bridge":
+		cfg.Hub = testbed.Bridge
+	case "router":
+		cfg.Hub = testbed.Router
+	default:
+		return fail("--hub %q: want bridge or router", hub)
+	}
+	switch offloads {
+	case "on":
+		cfg.Offloads = true
+	case "off":
+	default:
+		return fail("--offloads %q: want on or off", offloads)
+	}
+	if observe != "" {
+		for _, m := range strings.Split(observe, ",") {
+			if !contains(runner.Modes, m) {
+				return fail("--observe %q: want %s", m, strings.Join(runner.Modes, ", "))
+			}
+			cfg.Observe = append(cfg.Observe, m)
+		}
+	}
+	if cfg.Strict && len(cfg.Observe) == 0 {
+		return fail("--strict needs --observe")
+	}
+	vars := map[string]string{}
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return fail("--set %q: want name=value", s)
+		}
+		vars[k] = v
+	}
+	lookup := func(k string) (string, bool) {
+		if v, ok := vars[k]; ok {
+			return v, true
+		}
+		return os.LookupEnv(k)
+	}
+	p, err := profile.Load(file, lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir bench run: %v\n", err)
+		return exitUsage
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "weir bench run: %v\n", err)
+		return exitFailure
+	}
+	cfg.Profile, cfg.ProfileFile, cfg.Version, cfg.Log = p, file, version, stderr
+	cfg.Child = func(role string) (string, []string) {
+		if role == "" {
+			return exe, nil
+		}
+		return exe, []string{"bench", "_child", role}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	run, err := runner.Run(ctx, cfg)
+	if run != nil {
+		if jsonOut == "-" {
+			run.Write(stdout_)
+		} else {
+			report.WriteRun(stdout_, run)
+		}
+		if jsonOut != "" && jsonOut != "-" {
+			if werr := writeResult(jsonOut, run); werr != nil {
+				fmt.Fprintf(stderr, "weir bench run: %v\n", werr)
+				return exitFailure
+			}
+			fmt.Fprintf(stderr, "weir bench: result written to %s\n", jsonOut)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "weir bench run: %v\n", err)
+		if errors.Is(err, testbed.ErrUnsupported) {
+			fmt.Fprintln(stderr, "weir bench run: test hosts need root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2")
+		}
+		return exitFailure
+	}
+	if len(run.Errors) > 0 {
+		fmt.Fprintf(stderr, "weir bench run: %d errors during the run (listed above)\n", len(run.Errors))
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "weir bench: done in %v\n", time.Since(start).Round(time.Millisecond))
+	return exitOK
+}
+
+// writeResult writes the JSON result file.
+func writeResult(path string, run interface{ Write(io.Writer) error }) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := run.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// runBenchChild is `weir bench _child server|client`: one side of a bench
+// run, driven by its parent over standard input and output.
+func runBenchChild(args []string, stdout_, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "weir bench _child: want server or client (started by weir bench run)")
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "server":
+		err = runner.Serve(os.Stdin, stdout_)
+	case "client":
+		err = runner.Client(os.Stdin, stdout_)
+	default:
+		fmt.Fprintln(stderr, "weir bench _child: want server or client")
+		return exitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "weir bench _child %s: %v\n", args[0], err)
+		return exitFailure
+	}
+	return exitOK
+}
