@@ -128,3 +128,15 @@ for q in "sip" "sip,dip" "sip,dip,dport,proto" "sip,dip dport = 443" "sip,dip si
   printf "%-28s %s   (%s)\n" "$q" "$(query $q)" "$(bin/weir query -d "$dir" $q | tail -1 | sed 's/; [0-9.]*m\?s$//')"
 done
 rm -rf "$dir"
+
+echo
+echo "== traffic driver (issue 9): weir bench run --calibrate, 3 runs; iperf3 TCP stream and sockperf UDP ping-pong"
+echo "   on the same test hosts in the same run, weir's driver in their shapes beside them; goal: within 10%"
+go test -run '^$' -bench 'BenchmarkLoopback' -benchmem -count "$count" ./internal/bench/engine >"$out/bench-engine.txt"
+go run ./internal/tools/benchsum "$out"/bench-engine.txt
+prof=$out/calibrate-stream.yaml
+sed 's/duration: 10s/duration: 1s/' examples/bench/stream.yaml >"$prof"
+for i in 1 2 3; do
+  bin/weir bench run --calibrate --calibrate-time 3s --json "$out/calibrate-$i.json" "$prof" 2>/dev/null |
+    sed -n '/^Calibration/,/p99 RTT/p' | tee "$out/calibrate-$i.txt" | grep -E 'iperf3|avg RTT'
+done

@@ -61,6 +61,7 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
 	fs.StringVar(&observe, "observe", "", "comma-separated capture `modes` to check against the traffic: afpacket, ebpf, conntrack")
 	fs.BoolVar(&cfg.Strict, "strict", false, "fail when --observe finds a difference")
 	fs.BoolVar(&cfg.Calibrate, "calibrate", false, "also run iperf3 and sockperf on the same hosts")
+	fs.DurationVar(&cfg.CalTime, "calibrate-time", 3*time.Second, "duration of each calibration test (the tools take whole seconds)")
 	fs.StringVar(&jsonOut, "json", "", "write the result to `file` ('-': standard output, instead of the tables)")
 	fs.Var(&sets, "set", "`name=value` for a uperf $name (repeatable; the environment is used otherwise)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "bound on the traffic phase (default: 3× the profile's durations + 1m)")

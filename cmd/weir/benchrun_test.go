@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,6 +166,60 @@ func TestBenchRunUperfXML(t *testing.T) {
 	for _, o := range r.Ops {
 		if o.Kind == "write" && (o.Latency.Count == 0 || o.Latency.Count%16 != 0 || o.Bytes != o.Latency.Count*16384) {
 			t.Errorf("write %+v", o)
+		}
+	}
+}
+
+// --calibrate: iperf3 and sockperf run on the same hosts in the same run,
+// weir's driver in their shapes beside them, all four figures present.
+func TestBenchRunCalibrate(t *testing.T) {
+	testbed.Skip(t)
+	testbed.Need(t, "iperf3", "iperf3")
+	testbed.Need(t, "sockperf", "sockperf")
+	bin := buildWeir(t)
+	r, out := benchRun(t, bin, "--calibrate", "--calibrate-time", "1s", writeProfile(t, "stream.yaml", strings.Replace(streamYAML, "duration: 1s", "duration: 300ms", 1)))
+	c := r.Calibrate
+	if c == nil || c.Iperf3 == nil || c.Sockperf == nil || len(c.Errors) > 0 {
+		t.Fatalf("calibration %+v", c)
+	}
+	if c.Iperf3.BitsPerSec <= 0 || c.Iperf3.WeirBitsPerSec <= 0 || c.Iperf3.Ratio <= 0 || c.Sockperf.AvgRTT <= 0 || c.Sockperf.WeirAvgRTT <= 0 || c.Sockperf.WeirP99RTT < c.Sockperf.WeirP50RTT {
+		t.Errorf("iperf3 %+v sockperf %+v", c.Iperf3, c.Sockperf)
+	}
+	if !strings.Contains(out, "iperf3 TCP stream") || !strings.Contains(out, "sockperf udp ping-pong") {
+		t.Errorf("no calibration table:\n%s", out)
+	}
+}
+
+// Two real runs compared: the table and the HTML report with its charts
+// (TestHTMLInChromium in internal/bench/report opens such a page).
+func TestBenchRunCompare(t *testing.T) {
+	testbed.Skip(t)
+	bin := buildWeir(t)
+	prof := writeProfile(t, "rr.yaml", strings.ReplaceAll(strings.Split(rrYAML, "  - name: udp-rr-v6-multus")[0], "duration: 1s", "duration: 500ms"))
+	dir := t.TempDir()
+	var files []string
+	for i := range 2 {
+		r, _ := benchRun(t, bin, prof)
+		f := filepath.Join(dir, fmt.Sprintf("run%d.json", i))
+		if err := writeResult(f, r); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	html := filepath.Join(dir, "report.html")
+	out, err := exec.Command(bin, "bench", "compare", "--html", html, files[0], files[1]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("compare: %v\n%s", err, out)
+	}
+	for _, want := range []string{"throughput", "g0/t1 tcp-rr latency p99", "ΔB", "CPU server"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("compare table lacks %q:\n%s", want, out)
+		}
+	}
+	page, _ := os.ReadFile(html)
+	for _, id := range []string{"chart-throughput", "chart-latency", "chart-timeline"} {
+		if !bytes.Contains(page, []byte(`id="`+id+`"`)) {
+			t.Errorf("report lacks %s", id)
 		}
 	}
 }

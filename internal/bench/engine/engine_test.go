@@ -244,3 +244,38 @@ func TestNextTransactionData(t *testing.T) {
 		}
 	}
 }
+
+// runN runs one thread of body for n iterations over loopback.
+func runN(b *testing.B, c profile.Op, n int, body ...profile.Op) {
+	p := shaped(1, c, 0, n, body...)
+	plan := Plan{Profile: p, Pairs: 1, BasePort: 10000 + rand.IntN(20000)}
+	srv, err := NewServer(plan)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	srv.Start(ctx)
+	lo := Addrs{V4: netip.MustParseAddr("127.0.0.1"), V6: netip.MustParseAddr("::1")}
+	b.ResetTimer()
+	r := RunClient(ctx, &ClientConfig{Plan: plan, Local: [2]Addrs{lo, lo}, Server: [2]Addrs{lo, lo}, Stop: &direct{s: srv}})
+	b.StopTimer()
+	if len(r.Errors) > 0 {
+		b.Fatal(r.Errors)
+	}
+	srv.Wait()
+}
+
+// BenchmarkLoopbackRR times one TCP request-response iteration (64 bytes
+// each way) through the driver, client and server threads included.
+func BenchmarkLoopbackRR(b *testing.B) {
+	b.ReportAllocs()
+	runN(b, conn(profile.TCP, false), b.N, data(profile.Write, 64, 1), data(profile.Read, 64, 1))
+}
+
+// BenchmarkLoopbackStream times one 128 KiB write of a TCP stream.
+func BenchmarkLoopbackStream(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(128 << 10)
+	runN(b, conn(profile.TCP, false), b.N, data(profile.Write, 128<<10, 1))
+}

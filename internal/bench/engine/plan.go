@@ -60,11 +60,11 @@ func (p *Plan) Check() error {
 	if p.Pairs < 1 {
 		return fmt.Errorf("engine: %d pairs", p.Pairs)
 	}
-	if n := p.Pairs * totalThreads(p.Profile); n > MaxPorts {
-		return fmt.Errorf("engine: %d pairs × %d threads = %d server threads, at most %d", p.Pairs, totalThreads(p.Profile), n, MaxPorts)
+	if n := p.Pairs * p.Profile.Threads(); n > MaxPorts {
+		return fmt.Errorf("engine: %d pairs × %d threads = %d server threads, at most %d", p.Pairs, p.Profile.Threads(), n, MaxPorts)
 	}
-	if p.BasePort < 1024 || p.BasePort+p.Pairs*totalThreads(p.Profile) > 65535 {
-		return fmt.Errorf("engine: base port %d does not leave room for %d ports", p.BasePort, p.Pairs*totalThreads(p.Profile))
+	if p.BasePort < 1024 || p.BasePort+p.Pairs*p.Profile.Threads() > 65535 {
+		return fmt.Errorf("engine: base port %d does not leave room for %d ports", p.BasePort, p.Pairs*p.Profile.Threads())
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func (p *Plan) Port(k Key) int {
 	for g := range k.Group {
 		off += p.Profile.Groups[g].Threads
 	}
-	return p.BasePort + k.Pair*totalThreads(p.Profile) + off + k.Thread
+	return p.BasePort + k.Pair*p.Profile.Threads() + off + k.Thread
 }
 
 // Stopper is the side channel of duration transactions: the client thread
@@ -121,13 +121,4 @@ func analyse(g *profile.Group) []txnInfo {
 		out[i].handshake = t.Duration > 0 || out[i].udpRecv
 	}
 	return out
-}
-
-// totalThreads counts the client threads of all groups.
-func totalThreads(p *profile.Profile) int {
-	n := 0
-	for _, g := range p.Groups {
-		n += g.Threads
-	}
-	return n
 }

@@ -15,7 +15,6 @@ import (
 // writes) and sockperf's default ping-pong (UDP, 64-byte messages), each
 // run by the reference tool and then by weir's driver on the same hosts.
 const (
-	calDuration  = 3 * time.Second
 	calWriteSize = 128 << 10
 	calMsgSize   = 64
 )
@@ -24,6 +23,15 @@ const (
 // client on the primary network, and weir's driver in the same shapes.
 func runCalibration(ctx context.Context, cfg *Config, h *hosts) *result.Calibration {
 	cal := &result.Calibration{}
+	calDuration := cfg.CalTime
+	if calDuration <= 0 {
+		calDuration = 3 * time.Second
+	}
+	calDuration = calDuration.Round(time.Second) // the tools take whole seconds
+	if calDuration < cfg.CalTime {
+		calDuration += time.Second
+	}
+	calDuration = max(calDuration, time.Second)
 	srv, cli := h.server[0], h.clients[0][0]
 	cfg.logf("calibrating: iperf3 TCP stream, %v", calDuration)
 	ip, err := calibrate.Iperf3(ctx, srv, cli, false, calDuration, 1, calWriteSize)

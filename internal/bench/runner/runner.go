@@ -36,6 +36,7 @@ type Config struct {
 	Observe     []string        // capture modes run on the server's interfaces
 	Strict      bool            // a difference in Observe is an error
 	Calibrate   bool            // run iperf3 and sockperf after the profile
+	CalTime     time.Duration   // each calibration test's duration (0: 3 s)
 	// Child returns the command that runs this program as a bench child
 	// with role "server" or "client" (e.g. weir bench _child server).
 	Child   func(role string) (exe string, args []string)
@@ -145,7 +146,7 @@ func buildHosts(ctx context.Context, cfg *Config) (*hosts, error) {
 	for i := range cfg.Pairs {
 		h.clients[i][profile.Primary] = h.prim.Hosts[i+1]
 	}
-	if cfg.Secondary || usesSecondary(cfg.Profile) {
+	if cfg.Secondary || cfg.Profile.UsesSecondary() {
 		cfg.logf("building the second network")
 		if h.sec, err = testbed.OpenNet(ctx, testbed.Bridge, 0); err != nil {
 			return h, err
@@ -172,19 +173,6 @@ func buildHosts(ctx context.Context, cfg *Config) (*hosts, error) {
 		}
 	}
 	return h, nil
-}
-
-func usesSecondary(p *profile.Profile) bool {
-	for _, g := range p.Groups {
-		for _, t := range g.Txns {
-			for _, op := range t.Ops {
-				if op.Kind == profile.Connect && op.Net == profile.Secondary {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // offloadsOff turns segmentation and receive offloads off on every
@@ -293,24 +281,11 @@ func addrs(h [2]*testbed.Host) [2]engine.Addrs {
 	return a
 }
 
-// profileTime is how long the profile's duration transactions take.
-func profileTime(p *profile.Profile) time.Duration {
-	var most time.Duration
-	for _, g := range p.Groups {
-		var d time.Duration
-		for _, t := range g.Txns {
-			d += t.Duration
-		}
-		most = max(most, d)
-	}
-	return most
-}
-
 // traffic runs the profile once on the hosts and fills run's measurements.
 func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *result.Run) error {
 	timeout := cfg.Timeout
 	if timeout == 0 {
-		timeout = 3*profileTime(plan.Profile) + time.Minute
+		timeout = 3*plan.Profile.TotalDuration() + time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -418,8 +393,8 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 		return err
 	}
 	t0 := time.Now().Add(100 * time.Millisecond)
-	cfg.logf("running %q: %d pair(s), %d thread(s) each", plan.Profile.Name, cfg.Pairs, totalThreads(plan.Profile))
-	interval := max(100*time.Millisecond, profileTime(plan.Profile)/200)
+	cfg.logf("running %q: %d pair(s), %d thread(s) each", plan.Profile.Name, cfg.Pairs, plan.Profile.Threads())
+	interval := max(100*time.Millisecond, plan.Profile.TotalDuration()/200)
 	for i := range cfg.Pairs {
 		pair := i
 		c, err := startChild(cfg, h.clients[i][0], "client", func(m *msg) error {
@@ -549,12 +524,4 @@ func markRetrans(conns []result.ConnStats, rt []engine.ServerRetrans) {
 type stopOwner struct {
 	pair int
 	id   uint64
-}
-
-func totalThreads(p *profile.Profile) int {
-	n := 0
-	for _, g := range p.Groups {
-		n += g.Threads
-	}
-	return n
 }

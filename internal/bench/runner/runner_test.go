@@ -95,11 +95,12 @@ func TestRunExact(t *testing.T) {
 	}
 	// Packets always add up. Bytes do when no segment was retransmitted
 	// (SACK blocks then lengthen some headers): two streams on two cores
-	// may overflow a veth's backlog, so the streams may not be exact.
+	// may overflow a veth's backlog, and a tail loss probe may resend an
+	// answer, so a connection may be inexact, but only with retransmissions.
 	var pkts, ipBytes uint64
 	allExact := true
 	for _, c := range run.Conns {
-		if !c.Exact && (c.Group != 1 || c.Retransmits == 0) {
+		if !c.Exact && c.Retransmits == 0 {
 			t.Errorf("not exact: %+v", c)
 		}
 		allExact = allExact && c.Exact
