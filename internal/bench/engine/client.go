@@ -178,11 +178,11 @@ type cthread struct {
 	ctr  counters
 
 	conn               *sock
-	connOp             *profile.Op
 	connNet            profile.Network
 	connTx, connRx     uint64 // payload bytes on the current connection
 	connPkts           uint64 // UDP datagrams sent on it
 	connRPkts          uint64 // UDP datagrams received on it
+	connLost           uint64 // UDP datagrams it waited for in vain
 	connLocal, connRem netip.AddrPort
 	conns              []result.ConnStats
 	err                error
@@ -292,8 +292,8 @@ func (t *cthread) op(op *profile.Op, st *opStat) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		t.conn, t.connOp, t.connNet = c, op, op.Net
-		t.connTx, t.connRx, t.connPkts, t.connRPkts = 0, 0, 0, 0
+		t.conn, t.connNet = c, op.Net
+		t.connTx, t.connRx, t.connPkts, t.connRPkts, t.connLost = 0, 0, 0, 0, 0
 		t.connLocal, t.connRem = c.local(), remote
 		st.Hist.Record(time.Since(start))
 		return 0, nil
@@ -350,6 +350,7 @@ func (t *cthread) op(op *profile.Op, st *opStat) (uint64, error) {
 		}
 		if lost {
 			st.Lost++
+			t.connLost++
 			continue
 		}
 		st.Hist.Record(time.Since(start))
@@ -397,7 +398,7 @@ func (t *cthread) disconnect(st *opStat) error {
 	if c.proto == profile.UDP {
 		cs.FwdPkts, cs.RevPkts = t.connPkts, t.connRPkts
 		cs.FwdIPBytes, cs.RevIPBytes = t.connTx+t.connPkts*(ip+8), t.connRx+t.connRPkts*(ip+8)
-		cs.Exact = !fragments(t.connOp, t.g, c.v6)
+		cs.Exact = !fragments(t.g, c.v6) && t.connLost == 0
 		t.conns = append(t.conns, cs)
 		return nil
 	}
@@ -441,16 +442,19 @@ const (
 	tcpiOptWscale     = 4
 )
 
+// mtu is the test interfaces' MTU.
+const mtu = 1500
+
 // fragments reports whether a UDP connection's datagrams may be larger than
-// one 1500-byte packet (then packets are not datagrams).
-func fragments(connect *profile.Op, g *profile.Group, v6 bool) bool {
+// one packet (then packets are not datagrams).
+func fragments(g *profile.Group, v6 bool) bool {
 	ip := 20
 	if v6 {
 		ip = 40
 	}
 	for _, tx := range g.Txns {
 		for _, op := range tx.Ops {
-			if op.Size+8+ip > 1500 {
+			if op.Size+8+ip > mtu {
 				return true
 			}
 		}

@@ -247,7 +247,7 @@ func (t *sthread) runTxn(ti int) error {
 	info := t.info[ti]
 	if !info.handshake {
 		for i := range txn.Iterations {
-			if err := t.iter(ti, uint64(i), nil); err != nil {
+			if err := t.iterWith(ti, uint64(i), t.abort, nil); err != nil {
 				return err
 			}
 		}
@@ -313,10 +313,6 @@ func (t *sthread) runTxn(ti int) error {
 		}
 		return err
 	}
-}
-
-func (t *sthread) iter(ti int, i uint64, _ func() error) error {
-	return t.iterWith(ti, i, t.abort, nil)
 }
 
 // iterWith mirrors one iteration; first is called when the client's first
