@@ -97,6 +97,9 @@ type Record struct {
 	Start       int64  // first packet in this record, Unix ns
 	End         int64  // last packet in this record, Unix ns
 	Iface       string // interface the flow was first seen on
+	// Node names where the record was observed: the host's name (or
+	// --node-name), for collected records the exporter's. "" when not set.
+	Node string
 	// DropPackets and DropBytes count the flow's packets (both ways) the
 	// kernel dropped since the last record, and DropReason names the
 	// latest drop's reason (the kernel's skb_drop_reason without its

@@ -90,6 +90,7 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 	b = append(b, r.EndReason.String()...)
 	b = append(b, `","iface":`...)
 	b = appendString(b, r.Iface)
+	b = appendField(b, `,"node":`, r.Node)
 	if r.VLAN != 0 {
 		b = append(b, `,"vlan":`...)
 		b = strconv.AppendUint(b, uint64(r.VLAN), 10)

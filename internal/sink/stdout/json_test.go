@@ -242,3 +242,21 @@ func TestJSONEnrichment(t *testing.T) {
 		t.Errorf("no enrichment: %s", got)
 	}
 }
+
+// TestJSONNode: node follows iface when set (escaped like every string from
+// outside) and is left out when empty, so records without it are unchanged.
+func TestJSONNode(t *testing.T) {
+	r := rec("10.0.0.1", "10.0.0.2", 1, 2, flow.ProtoUDP)
+	if got := string(AppendJSON(nil, &r)); !strings.HasSuffix(got, `"iface":"eth0"}`) {
+		t.Errorf("no node: %s", got)
+	}
+	r.Node = "node-\"7\"\n"
+	got := string(AppendJSON(nil, &r))
+	if !strings.HasSuffix(got, `"iface":"eth0","node":"node-\"7\"\u000a"}`) {
+		t.Errorf("node: %s", got)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(got), &m); err != nil || m["node"] != r.Node {
+		t.Errorf("node does not come back: %v %v", err, m)
+	}
+}
