@@ -42,7 +42,7 @@ func Start(t testing.TB, what int) *Fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := missing(what); why != "" {
+	if why := Missing(what); why != "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the local fleet cannot run under CI: %s (scripts/deps.sh test installs it)", why)
 		}
@@ -114,8 +114,8 @@ func (f *Fleet) run(args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// missing says what the fleet lacks on this machine, or "".
-func missing(what int) string {
+// Missing says what the fleet lacks on this machine to start what, or "".
+func Missing(what int) string {
 	var why []string
 	if what&Kafka != 0 {
 		if _, err := exec.LookPath("java"); err != nil {

@@ -1,0 +1,5 @@
+package clickhouse
+
+import "testing"
+
+func testEquivalence(t *testing.T, c Conn) {}
