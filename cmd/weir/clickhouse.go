@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/weir-dev/weir/internal/clickhouse"
+	"github.com/weir-dev/weir/internal/sink/kafka"
+)
+
+const clickhouseExamples = `  # Tables, rollups and the ingestion from Kafka on a local server
+  weir clickhouse setup --url http://127.0.0.1:8123 --kafka 127.0.0.1:9092 --topic weir-flows
+
+  # Only the tables (records loaded another way), kept 30 days where the server has TTL
+  weir clickhouse setup --url http://127.0.0.1:8123 --retention 30d
+`
+
+// runClickhouse is 'weir clickhouse SUBCOMMAND'.
+func runClickhouse(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "setup" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+			fmt.Fprintf(stdout, "Usage:\n  weir clickhouse setup [flags]\n\nRun 'weir clickhouse setup --help' for its flags.\n")
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "weir clickhouse: want a subcommand: setup\nRun 'weir clickhouse setup --help' for usage.\n")
+		return exitUsage
+	}
+	return runClickhouseSetup(args[1:], stdout, stderr)
+}
+
+func runClickhouseSetup(args []string, stdout, stderr io.Writer) int {
+	var (
+		url, user, pwFile, brokers, topic, group, db, retention string
+		consumers, partitions, replication                      int
+	)
+	fs := newFlagSet("clickhouse setup", "weir clickhouse setup --url URL [--kafka BROKERS --topic T] [flags]",
+		`Create weir's tables in ClickHouse, idempotently: the flows table (MergeTree,
+partitioned by day), the 1-minute and 1-hour rollups (SummingMergeTree, kept by
+materialized views), an input table that fills them, and with --kafka the
+ingestion from Kafka: the topic (created if missing) read by ClickHouse's own
+Kafka engine. Works with ClickHouse 18.16 and later (docs/fleet.md).`, clickhouseExamples)
+	fs.StringVar(&url, "url", "", "ClickHouse's HTTP interface, http://HOST:PORT or https://HOST:PORT")
+	fs.StringVar(&user, "user", "", "ClickHouse user (default: the server's default user)")
+	fs.StringVar(&pwFile, "password-file", "", "file holding the user's password")
+	fs.StringVar(&db, "database", "weir", "database to create the tables in")
+	fs.StringVar(&brokers, "kafka", "", "Kafka brokers, HOST:PORT[,HOST:PORT...]: add the ingestion from Kafka")
+	fs.StringVar(&topic, "topic", "weir-flows", "Kafka topic the agents export to (--export kafka://BROKERS/TOPIC)")
+	fs.StringVar(&group, "group", "weir-clickhouse", "Kafka consumer group of ClickHouse's Kafka engine")
+	fs.IntVar(&consumers, "consumers", 1, "Kafka engine consumers (at most the topic's partitions)")
+	fs.IntVar(&partitions, "partitions", 4, "partitions of the topic when setup creates it")
+	fs.IntVar(&replication, "replication", 1, "replication factor of the topic when setup creates it")
+	fs.StringVar(&retention, "retention", "", "drop rows older than this (whole days: 30d) where the server has TTL (19.6+)")
+	_, done, code := parseInterleaved(fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir clickhouse setup: "+format+"\n", a...)
+		return exitUsage
+	}
+	if url == "" {
+		return fail("--url is required (ClickHouse's HTTP interface, e.g. http://127.0.0.1:8123)")
+	}
+	cfg := clickhouse.Config{Database: db, Topic: topic, Group: group, Consumers: consumers}
+	if retention != "" {
+		d, err := parseDays(retention)
+		if err != nil {
+			return fail("--retention: %v", err)
+		}
+		cfg.Retention = d
+	}
+	conn, err := clickhouse.NewHTTP(url, user, pwFile)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	ctx, cancel2 := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel2()
+	if brokers != "" {
+		kc, err := kafka.ParseURL("kafka://" + brokers + "/" + topic)
+		if err != nil {
+			return fail("--kafka/--topic: %v", err)
+		}
+		if partitions < 1 || replication < 1 || partitions > 1<<16 || replication > 16 {
+			return fail("--partitions and --replication must be positive")
+		}
+		created, err := kafka.EnsureTopic(ctx, kc, int32(partitions), int16(replication))
+		if err != nil {
+			fmt.Fprintf(stderr, "weir clickhouse setup: %v\n", err)
+			return exitFailure
+		}
+		if created {
+			fmt.Fprintf(stdout, "created topic %s (%d partitions, replication %d)\n", topic, partitions, replication)
+		}
+		cfg.Kafka = kc.Brokers
+	}
+	res, err := clickhouse.Setup(ctx, conn, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir clickhouse setup: %v\n", err)
+		return exitFailure
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(stderr, "weir clickhouse setup: warning: %s\n", w)
+	}
+	ing := "no Kafka ingestion (records go to " + db + "." + clickhouse.TableInput + ")"
+	if len(cfg.Kafka) > 0 {
+		ing = "ingesting " + topic + " from " + strings.Join(cfg.Kafka, ",") + " as group " + group
+	}
+	fmt.Fprintf(stdout, "ClickHouse %v: database %s ready (%d statements), %s\n", res.Features.Version, db, res.Statements, ing)
+	return exitOK
+}
+
+// parseDays reads "30d" or "720h" as a whole number of days.
+func parseDays(s string) (time.Duration, error) {
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err != nil || days <= 0 || days > 36500 || fmt.Sprint(days) != n {
+			return 0, fmt.Errorf("%q: want whole days such as 30d", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d <= 0 || d%(24*time.Hour) != 0 {
+			return 0, fmt.Errorf("%q: want whole days such as 30d", s)
+		}
+	}
+	return d, nil
+}
+
