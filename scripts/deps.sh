@@ -7,6 +7,8 @@
 #                            # conntrack, iperf3, sockperf, ethtool, chromium)
 #   scripts/deps.sh bench    # the same as test
 #   scripts/deps.sh generate # clang and libbpf headers for `make generate` (the eBPF program)
+#   scripts/deps.sh fleet    # the local fleet (scripts/cluster.sh): ClickHouse server, Java and Maven with
+#                            # Kafka's jars under build/kafka, chDB in build/venv (test includes it)
 set -euo pipefail
 profile=${1:-test}
 cd "$(dirname "$0")/.."
@@ -35,12 +37,20 @@ declare -A pkg_for=(
   [chromium]=chromium      # weir bench compare --html: the report is opened headless in a test
 )
 missing=()
+fleet_pkgs() { # the local fleet's Debian packages (scripts/cluster.sh, internal/testfleet)
+  pkg_for[/usr/sbin/clickhouse-server]=clickhouse-server
+  pkg_for[java]=openjdk-17-jre-headless
+  pkg_for[mvn]=maven
+  pkg_for[python3]=python3
+  pkg_for[/usr/share/doc/python3-venv]=python3-venv # ensurepip, which venv needs on Debian
+}
 case "$profile" in
   run) pkg_for=([ip]=iproute2) ;; # the default-route interface
   bench) pkg_for[/usr/bin/time]=time ;; # CPU time of the peers make bench runs
   generate) pkg_for=([clang]=clang [llvm-strip]=llvm [/usr/include/bpf/bpf_helpers.h]=libbpf-dev [/usr/include/linux/bpf.h]=linux-libc-dev) ;;
-  test) ;;
-  *) log "unknown profile $profile (run, test, bench, generate)"; exit 2 ;;
+  fleet) pkg_for=() && fleet_pkgs ;;
+  test) fleet_pkgs ;;
+  *) log "unknown profile $profile (run, test, bench, generate, fleet)"; exit 2 ;;
 esac
 for cmd in "${!pkg_for[@]}"; do
   if [[ $cmd == /* ]]; then # a file the package provides
@@ -69,4 +79,15 @@ if ((${#missing[@]})); then
 fi
 
 go mod download
+
+if [ "$profile" = test ] || [ "$profile" = fleet ]; then
+  # Kafka's jars (once; offline after) and chDB, current ClickHouse
+  # in-process, for the tests of internal/clickhouse.
+  scripts/cluster.sh fetch
+  if ! build/venv/bin/python -c 'import chdb' >/dev/null 2>&1; then
+    log "installing chdb into build/venv"
+    python3 -m venv build/venv
+    build/venv/bin/pip install -q chdb
+  fi
+fi
 log "ok"
