@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -195,4 +197,17 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoding is not stable: %v", err)
 		}
 	})
+}
+
+// TestDocumented: docs/fleet.md lists every column with its type, in order.
+func TestDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/fleet.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range Columns {
+		if row := fmt.Sprintf("| %d | `%s` | %s |", i, c.Name, c.Type); !strings.Contains(string(b), row) {
+			t.Errorf("docs/fleet.md lacks %q", row)
+		}
+	}
 }
