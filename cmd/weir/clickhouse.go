@@ -133,4 +133,3 @@ func parseDays(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
