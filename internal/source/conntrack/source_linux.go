@@ -27,6 +27,7 @@ type Source struct {
 	emit  func([]flow.Record) error
 	recs  []flow.Record
 	now   time.Time // time of the current dump or event read
+	again bool      // events were lost: dump again at once
 
 	mu    sync.Mutex
 	stats SourceStats // copy published after each step, for Stats
@@ -38,6 +39,7 @@ type Source struct {
 // record batches to emit (the batch is reused after emit returns).
 func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
 	cfg = cfg.withDefaults()
+	cfg.Store.Events = !cfg.NoEvents
 	s := &Source{cfg: cfg, emit: emit, store: NewStore(cfg.Store), recs: make([]flow.Record, 0, cfg.Batch)}
 	var err error
 	if s.dump, err = Open(Config{Netns: cfg.Netns, BufSize: cfg.BufSize}); err != nil {
@@ -131,12 +133,7 @@ func (s *Source) Run(ctx context.Context) error {
 				return err
 			}
 			if ready {
-				s.now = time.Now()
-				_, err := s.ev.Read(s.update)
-				if errOverrun(err) {
-					s.own.Resyncs++
-					next = time.Now() // lost events: a dump catches up
-				} else if err != nil {
+				if err := s.readEvents(); err != nil {
 					return err
 				}
 			}
@@ -146,6 +143,9 @@ func (s *Source) Run(ctx context.Context) error {
 			case <-time.After(wait):
 			}
 		}
+		if s.again {
+			s.again, next = false, time.Now() // lost events: a dump catches up
+		}
 		if time.Now().Before(next) {
 			s.publish()
 			continue
@@ -153,7 +153,9 @@ func (s *Source) Run(ctx context.Context) error {
 		if err := s.Poll(); err != nil {
 			s.cfg.Logf("%v", err)
 		}
-		next = time.Now().Add(s.cfg.PollInterval)
+		if !s.again {
+			next = time.Now().Add(s.cfg.PollInterval)
+		}
 	}
 	// A last look, so that the shutdown records hold the counts up to
 	// now: the events queued, then a dump (counters move without events).
@@ -171,6 +173,19 @@ func (s *Source) Run(ctx context.Context) error {
 // update feeds one dumped or event entry to the store.
 func (s *Source) update(c *Conn) { s.store.Update(c, s.now) }
 
+// readEvents feeds the events queued now to the store. Lost events
+// (overrun) are counted and make Run dump again at once.
+func (s *Source) readEvents() error {
+	s.now = time.Now()
+	_, err := s.ev.Read(s.update)
+	if errOverrun(err) {
+		s.own.Resyncs++
+		s.again = true
+		return nil
+	}
+	return err
+}
+
 // Poll dumps the table into the store and exports what is due. A failed
 // dump reopens the dump socket and leaves missing connections alone.
 func (s *Source) Poll() error {
@@ -186,6 +201,14 @@ func (s *Source) Poll() error {
 		err = fmt.Errorf("conntrack: dump: %w", err)
 	} else {
 		s.own.Polls++
+		if s.ev != nil {
+			// A dump makes the kernel drop the expired entries it meets;
+			// their destroy events, queued meanwhile, go first, so that
+			// their last record holds the kernel's final counters.
+			if rerr := s.readEvents(); rerr != nil {
+				err = fmt.Errorf("conntrack: events: %w", rerr)
+			}
+		}
 		s.store.EndPoll(s.now)
 	}
 	s.store.Export(time.Now(), s.collect)

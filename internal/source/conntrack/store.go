@@ -19,14 +19,26 @@ import (
 // Memory is bounded: at most MaxConns entries plus MaxPending evicted
 // records waiting for the next Export, whatever happens downstream.
 //
-// A live connection evicted when the store is full is seen again in the
-// next dump. So that the counts it had at eviction are not exported
-// twice, the store remembers the key, kernel id and counters of the last
-// Remember evicted connections (a FIFO ring beside a preallocated map):
-// a remembered connection comes back from its counters at eviction, a
-// finished one comes back silent. Past Remember evictions between two
-// sightings, the oldest are forgotten and come back from zero (counted in
-// StoreStats.Forgotten).
+// A connection is one kernel entry: its tuple and conntrack id. Its
+// records carry deltas of the kernel's counters, so they add up to the
+// counters the kernel had when it dropped the entry, and no record is
+// empty. After its end record (TIME_WAIT, CLOSE, dying, destroyed, or no
+// longer in a dump) the entry stays in the store, silent, until the
+// kernel drops it: its destroy event, or its absence from a dump without
+// events. Counts the kernel adds after the end record (a retransmission
+// in TIME_WAIT, the last packets before an entry vanished from a dump
+// ahead of its destroy event) go out in one more end record then.
+//
+// A connection evicted when the store is full may be seen again: in the
+// next dump, or as its destroy event. So that the counts it had at
+// eviction are not exported twice, the store remembers the key, kernel
+// id and counters of the last Remember evicted connections (a FIFO ring
+// beside a preallocated map): a remembered connection resumes from its
+// counters at eviction, an ended one stays silent. Ended entries are the
+// first evicted. Past Remember evictions between two sightings, the
+// oldest are forgotten (counted in StoreStats.Forgotten and
+// ForgottenEnded): a forgotten live connection comes back from zero, a
+// forgotten ended one still in the kernel's table is counted again.
 
 // ExportReason says why an Export record was emitted.
 type ExportReason uint8
@@ -86,8 +98,13 @@ type StoreConfig struct {
 	Mark, MarkMask uint32
 	// Remember bounds the evicted connections whose counters are kept so
 	// that they resume where they were if seen again (default
-	// MaxConns/4; negative: none). About 100 bytes each.
+	// MaxConns/4; negative: none). About 200 bytes each.
 	Remember int
+	// Events says the caller feeds the event stream too: a connection a
+	// dump no longer lists is then kept, silent, until its destroy event
+	// (or StaleTimeout), which may come later; without events it is
+	// removed at once.
+	Events bool
 	// Labels, if not all zero, keeps only connections with at least one
 	// of these conntrack label bits set (bit i is byte i/8, bit i%8, as
 	// the kernel lays out CTA_LABELS).
@@ -107,7 +124,9 @@ type StoreStats struct {
 	Filtered          uint64                   // updates dropped by the zone or mark filter
 	Restarted         uint64                   // tuples seen again as a new kernel entry (new id, or alive after its end)
 	Recalled          uint64                   // evicted connections seen again and resumed from their counters at eviction
-	Forgotten         uint64                   // evicted connections whose counters were dropped from the Remember ring unseen
+	Forgotten         uint64                   // evicted live connections whose counters were dropped from the Remember ring unseen
+	ForgottenEnded    uint64                   // evicted ended connections dropped from the Remember ring before the kernel dropped them
+	Vanished          uint64                   // connections a dump no longer listed before a destroy event was read for them
 	StaleEvents       uint64                   // event readings older than the last dump (lower counters), ignored
 }
 
@@ -138,10 +157,13 @@ type Export struct {
 
 // entry flags.
 const (
-	flagEnded    uint8 = 1 << iota // final export owed (end reason)
-	flagGone                       // destroyed or missing from the dump: remove after the final export
-	flagClosed                     // final export done, still present in the kernel table: kept silent
+	flagEnded    uint8 = 1 << iota // end record owed
+	flagGone                       // destroyed (or, without events, missing from the dump): remove after the last record
+	flagAbsent                     // missing from the last dump, destroy event not read yet
+	flagClosed                     // end record done, the kernel still has the entry: kept silent
 	flagExported                   // exported at least once
+	flagCounted                    // a reading carried counters (accounting on)
+	flagNoAcct                     // a dump reply or destroy event came without counters (accounting off)
 )
 
 // connKey identifies a connection: its original tuple and zone. It is
@@ -190,8 +212,8 @@ type Store struct {
 	ex      Export // reused for every emitted record
 	stats   StoreStats
 
-	memo    map[connKey]memo // evicted connections' counters (nil: Remember off)
-	memoKey []connKey        // FIFO ring of memo's keys
+	memo    map[memoKey]memo // evicted and replaced connections' counters (nil: Remember off)
+	memoKey []memoKey        // FIFO ring of memo's keys
 	memoPos int32            // next ring slot to use
 }
 
@@ -225,8 +247,8 @@ func NewStore(cfg StoreConfig) *Store {
 		epoch:   1,
 	}
 	if cfg.Remember > 0 {
-		s.memo = make(map[connKey]memo, cfg.Remember)
-		s.memoKey = make([]connKey, cfg.Remember)
+		s.memo = make(map[memoKey]memo, cfg.Remember)
+		s.memoKey = make([]memoKey, cfg.Remember)
 	}
 	if len(cfg.Zones) > 0 {
 		s.zones = make([]uint64, 1<<16/64)
@@ -293,32 +315,22 @@ func (s *Store) Update(c *Conn, now time.Time) {
 	var e *entry
 	if ok {
 		e = &s.entries[i]
-		if e.flags&flagClosed != 0 {
+		if s.another(e, c) {
 			if c.Type == MsgDelete {
-				s.remove(i)
+				// The destroy event of another entry on this tuple than
+				// the one held: an earlier one, or one never seen.
+				s.deleteOther(k, c, n)
 				return
 			}
-			if endedState(c) && (c.Has&HasID == 0 || c.ID == e.id) {
-				// The same finished connection, still in the table.
-				e.seen, e.epoch = n, s.epoch
-				e.cur, e.base = [2]Counters{c.CountersOrig, c.CountersReply}, [2]Counters{c.CountersOrig, c.CountersReply}
-				return
-			}
-			// The tuple came back to life: a new incarnation.
+			// The kernel's entry on this tuple is another one: the old
+			// connection left the table; what it owes goes out with the
+			// next Export, and its destroy event may still come.
+			s.retire(e, n)
 			s.stats.Restarted++
 			s.unlink(i)
 			s.init(e, k, n)
 			s.linkTail(i)
-			s.stats.New++
-		} else if c.Has&HasID != 0 && e.id != 0 && c.ID != e.id {
-			// The kernel replaced the entry (new id, same tuple): the old
-			// connection ended; its final record waits for Export.
-			s.queue(e, n, ExportEnd)
-			s.stats.Restarted++
-			s.unlink(i)
-			s.init(e, k, n)
-			s.linkTail(i)
-			s.stats.New++
+			s.resume(i, e, c)
 		} else {
 			s.stats.Updated++
 		}
@@ -328,14 +340,27 @@ func (s *Store) Update(c *Conn, now time.Time) {
 		s.init(e, k, n)
 		s.index[k] = i
 		s.linkTail(i)
-		s.stats.New++
-		if s.memo != nil && s.recall(i, e, c, n) {
-			return
-		}
+		s.resume(i, e, c)
+	}
+	e.seen, e.epoch = n, s.epoch
+	if e.flags&flagGone != 0 && c.Type != MsgDelete {
+		// Destroyed: the destroy event's counters were final; a dump that
+		// met the entry on its way out adds nothing.
+		return
 	}
 	event := c.Flags&nlmFMulti == 0 // dump replies are multipart; events are not
-	changed := s.counters(e, 0, c.CountersOrig, event)
-	changed = s.counters(e, 1, c.CountersReply, event) || changed
+	changed := false
+	if c.Has&HasCountersOrig != 0 {
+		changed = s.counters(e, 0, c.CountersOrig, event)
+	}
+	if c.Has&HasCountersReply != 0 {
+		changed = s.counters(e, 1, c.CountersReply, event) || changed
+	}
+	if c.Has&(HasCountersOrig|HasCountersReply) != 0 {
+		e.flags |= flagCounted
+	} else if !event || c.Type == MsgDelete {
+		e.flags |= flagNoAcct // new and update events never carry counters; these would
+	}
 	if c.Has&HasStatus != 0 && c.Status != e.status {
 		e.status, changed = c.Status, true
 	}
@@ -362,23 +387,54 @@ func (s *Store) Update(c *Conn, now time.Time) {
 			e.exported = e.first // the first record's deltas start with the connection
 		}
 	}
-	e.seen, e.epoch = n, s.epoch
+	closed := e.flags&flagClosed != 0
 	if changed {
 		e.last = n
-		if s.tail != i {
+		if !closed && s.tail != i {
 			s.unlink(i)
 			s.linkTail(i)
 		}
 	}
 	switch {
 	case c.Type == MsgDelete:
-		e.flags |= flagEnded | flagGone
+		e.flags = e.flags&^flagAbsent | flagEnded | flagGone
 	case endedState(c):
-		e.flags = e.flags&^flagGone | flagEnded
+		e.flags |= flagEnded
+		if !event {
+			e.flags &^= flagAbsent // listed: still in the table
+		}
+	case event:
+		// An update event may be older than the last dump: it says
+		// nothing of whether the entry is still in the table.
+	case closed:
+		e.flags &^= flagAbsent // listed again: the same ended entry
 	default:
 		// Back in the table after missing from a dump: not gone after all.
-		e.flags &^= flagEnded | flagGone
+		e.flags &^= flagEnded | flagAbsent
 	}
+}
+
+// resume gives new entry i the state of c's connection if the memo
+// remembers it, else counts a new connection.
+func (s *Store) resume(i int32, e *entry, c *Conn) {
+	if !s.recall(e, c) {
+		s.stats.New++
+		return
+	}
+	if e.flags&flagClosed != 0 {
+		s.unlink(i)
+		s.linkHead(i) // ended: the first eviction victim again
+	}
+}
+
+// another reports whether c is another kernel entry than e on the same
+// tuple: a new conntrack id, or, where the kernel reports no ids, a
+// live state after e's end record.
+func (s *Store) another(e *entry, c *Conn) bool {
+	if c.Has&HasID != 0 && e.id != 0 {
+		return c.ID != e.id
+	}
+	return e.flags&flagClosed != 0 && c.Type != MsgDelete && !endedState(c)
 }
 
 // init resets e for a new connection first seen at n.
@@ -425,118 +481,15 @@ func (e *entry) unexported() bool {
 	return e.cur != e.base || e.owed != [2]Counters{}
 }
 
-// EndPoll closes a full dump: every connection not seen since the
-// previous EndPoll is gone from the kernel table (destroyed between two
-// polls) and gets its final export at the next Export.
-func (s *Store) EndPoll(now time.Time) {
-	for i := range s.entries {
-		e := &s.entries[i]
-		if !e.used || e.epoch == s.epoch {
-			continue
-		}
-		if e.flags&flagClosed != 0 {
-			s.remove(int32(i))
-			continue
-		}
-		e.flags |= flagEnded | flagGone
-	}
-	s.epoch++
+// owes reports whether e's last record must still be emitted: it has
+// counts not yet exported, or it was never exported and the kernel
+// keeps no counters for it (accounting off), so that its one record says
+// it existed. A connection whose counts all went out ends without an
+// empty record.
+func (s *Store) owes(e *entry) bool {
+	return e.unexported() || e.flags&(flagExported|flagNoAcct) == flagNoAcct
 }
 
-// Export emits a record for every connection with new counts whose
-// active or idle timeout expired, for every ended, stale or evicted one,
-// and removes the connections whose final record it emitted.
-func (s *Store) Export(now time.Time, emit func(*Export)) {
-	n := now.UnixNano()
-	for i := range s.pending {
-		s.stats.Exported[s.pending[i].Reason]++
-		emit(&s.pending[i])
-	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
-	active, idle, stale := int64(s.cfg.ActiveTimeout), int64(s.cfg.IdleTimeout), int64(s.cfg.StaleTimeout)
-	for i := range s.entries {
-		e := &s.entries[i]
-		if !e.used {
-			continue
-		}
-		if e.flags&flagClosed != 0 {
-			if n-e.seen >= stale {
-				s.remove(int32(i))
-			}
-			continue
-		}
-		var r ExportReason
-		switch {
-		case e.flags&flagEnded != 0:
-			r = ExportEnd
-		case n-e.seen >= stale:
-			r = ExportStale
-		case !e.unexported():
-			continue
-		case n-e.last >= idle:
-			r = ExportIdle
-		case n-e.exported >= active:
-			r = ExportActive
-		default:
-			continue
-		}
-		s.fill(&s.ex, e, n, r)
-		s.stats.Exported[r]++
-		emit(&s.ex)
-		switch {
-		case r == ExportStale || e.flags&flagGone != 0:
-			s.remove(int32(i))
-		case r == ExportEnd:
-			// Still in the kernel table (TIME_WAIT, dying): keep it
-			// silent until it goes, so it is not counted again, and
-			// make it the first eviction victim.
-			e.flags |= flagClosed
-			s.unlink(int32(i))
-			s.linkHead(int32(i))
-		}
-	}
-}
-
-// Flush emits a last record, reason ExportShutdown, for every connection
-// with counts not yet exported (and the pending records of evicted ones),
-// then empties the store. It is for a reader that stops.
-func (s *Store) Flush(now time.Time, emit func(*Export)) {
-	n := now.UnixNano()
-	for i := range s.pending {
-		s.stats.Exported[s.pending[i].Reason]++
-		emit(&s.pending[i])
-	}
-	clear(s.pending)
-	s.pending = s.pending[:0]
-	for i := range s.entries {
-		e := &s.entries[i]
-		if !e.used {
-			continue
-		}
-		if e.flags&flagClosed == 0 && (e.unexported() || e.flags&flagEnded != 0) {
-			r := ExportShutdown
-			if e.flags&flagEnded != 0 {
-				r = ExportEnd
-			}
-			s.fill(&s.ex, e, n, r)
-			s.stats.Exported[r]++
-			emit(&s.ex)
-		}
-		s.remove(int32(i))
-	}
-}
-
-// fill writes e's record with reason r at time n into x and marks e
-// exported.
-func (s *Store) fill(x *Export, e *entry, n int64, r ExportReason) {
-	*x = Export{
-		Orig: e.key.orig, Reply: e.reply, Zone: e.key.zone, Mark: e.mark, Status: e.status, ID: e.id,
-		Labels: e.labels, LabelLen: e.labelLen, TCPState: e.tcpState,
-		DeltaOrig: e.delta(0), DeltaReply: e.delta(1), TotalOrig: e.cur[0], TotalReply: e.cur[1],
-		First: time.Unix(0, e.first), Since: time.Unix(0, e.exported), Last: time.Unix(0, max(e.last, e.exported)),
-		Exported: time.Unix(0, n), Reason: r,
-	}
-	e.base, e.owed, e.exported = e.cur, [2]Counters{}, n
-	e.flags |= flagExported
-}
+// uncounted reports whether no dump reply or destroy event told e's
+// counters yet: it is known from new and update events only.
+func (e *entry) uncounted() bool { return e.flags&(flagCounted|flagNoAcct) == 0 }

@@ -5,62 +5,120 @@ package conntrack
 // the activity list, and the memo of evicted connections that lets one
 // seen again resume from its counters (see the layout note in store.go).
 
-// memo is what the store keeps of an evicted connection.
+// memoKey identifies a remembered connection: its tuple and zone, and
+// its kernel id, so that a replaced entry's late destroy event is told
+// from the entry that holds its tuple now.
+type memoKey struct {
+	connKey
+	id uint32
+}
+
+// memo is what the store keeps of an evicted or replaced connection.
 type memo struct {
 	cur, base, owed [2]Counters // as in entry: what was exported is cur-base+owed short of cur
-	id              uint32
-	slot            int32 // its ring slot, so a stale slot does not delete a newer memo
-	closed          bool  // its final record was emitted
+	first, exported int64       // as in entry
+	seen            int64       // last update
+	slot            int32       // its ring slot, so a stale slot does not delete a newer memo
+	flags           uint8       // entry flags: ended, closed (its end record went out), absent, counted, exported
 }
 
 // recall resumes a connection evicted earlier from its memo, if there is
-// one for the same kernel entry: from its counters at eviction, or, when
-// its final record was emitted and it is still ending, silent. It reports
-// whether Update is done with c.
-func (s *Store) recall(i int32, e *entry, c *Conn, n int64) bool {
-	m, ok := s.memo[e.key]
+// one for the same kernel entry (same id; without ids, not a live state
+// after its end): its counters, times and flags, so that Update goes on
+// as if it had never been evicted. It reports whether it did.
+func (s *Store) recall(e *entry, c *Conn) bool {
+	if s.memo == nil {
+		return false
+	}
+	mk := memoKey{e.key, 0}
+	if c.Has&HasID != 0 {
+		mk.id = c.ID
+	}
+	m, ok := s.memo[mk]
 	if !ok {
 		return false
 	}
-	delete(s.memo, e.key)
-	if c.Has&HasID != 0 && m.id != 0 && c.ID != m.id {
-		return false // another entry on the same tuple: a new connection
+	delete(s.memo, mk)
+	e.id, e.flags = mk.id, m.flags
+	if s.another(e, c) {
+		e.id, e.flags = 0, 0
+		return false // without ids: a live state after the end, a new connection
 	}
 	s.stats.Recalled++
-	s.stats.New--
 	// A record that could not be queued at eviction left base behind
 	// cur: those counts go out with the next record.
-	e.cur, e.base, e.owed, e.id = m.cur, m.base, m.owed, m.id
-	e.flags |= flagExported
-	if m.closed && (c.Type == MsgDelete || endedState(c)) {
-		if c.Type == MsgDelete {
-			s.remove(i)
-			return true
-		}
-		e.cur, e.base = [2]Counters{c.CountersOrig, c.CountersReply}, [2]Counters{c.CountersOrig, c.CountersReply}
-		e.flags |= flagClosed
-		e.seen, e.epoch = n, s.epoch
-		s.unlink(i)
-		s.linkHead(i)
-		return true
-	}
-	return false
+	e.cur, e.base, e.owed = m.cur, m.base, m.owed
+	e.first, e.exported = m.first, m.exported
+	return true
 }
 
-// remember keeps an evicted connection's counters in the memo ring,
-// forgetting the oldest memo when the ring is full.
-func (s *Store) remember(e *entry) {
+// remember keeps an evicted or replaced connection's counters in the
+// memo ring, forgetting the oldest memo when the ring is full. A
+// forgotten memo of an ended connection whose entry was last seen a
+// stale timeout ago is not counted: the kernel dropped it long since.
+func (s *Store) remember(e *entry, n int64) {
 	p := s.memoPos
-	if old := s.memoKey[p]; old != (connKey{}) {
+	if old := s.memoKey[p]; old != (memoKey{}) {
 		if m, ok := s.memo[old]; ok && m.slot == p {
 			delete(s.memo, old)
-			s.stats.Forgotten++
+			switch {
+			case m.flags&flagClosed == 0:
+				s.stats.Forgotten++
+			case n-m.seen < int64(s.cfg.StaleTimeout):
+				s.stats.ForgottenEnded++
+			}
 		}
 	}
-	s.memoKey[p] = e.key
-	s.memo[e.key] = memo{cur: e.cur, base: e.base, owed: e.owed, id: e.id, slot: p, closed: e.flags&flagClosed != 0}
+	mk := memoKey{e.key, e.id}
+	s.memoKey[p] = mk
+	s.memo[mk] = memo{cur: e.cur, base: e.base, owed: e.owed, first: e.first, exported: e.exported, seen: e.seen,
+		slot: p, flags: e.flags}
 	if s.memoPos++; int(s.memoPos) == len(s.memoKey) {
 		s.memoPos = 0
+	}
+}
+
+// retire ends held entry e because another kernel entry took its tuple:
+// its record goes on the pending list if it owes one, and, with events,
+// it is remembered as ended, so that its destroy event, which may come
+// later, adds only what the kernel counted after that record.
+func (s *Store) retire(e *entry, n int64) {
+	if s.owes(e) {
+		s.queue(e, n, ExportEnd) // if the list is full, the memo keeps the counts owed
+	}
+	if s.memo != nil && s.cfg.Events && e.flags&flagGone == 0 && e.id != 0 {
+		e.flags |= flagEnded | flagClosed | flagAbsent
+		s.remember(e, n)
+	}
+}
+
+// deleteOther handles the destroy event c of an entry on tuple k other
+// than the one the store holds: a replaced or evicted entry remembered
+// in the memo gets one more end record if the kernel counted more since
+// its last one; an entry never seen (its new event lost) gets its whole
+// counts in one end record.
+func (s *Store) deleteOther(k connKey, c *Conn, n int64) {
+	e := entry{key: k, used: true, first: n, last: n, seen: n, exported: n, prev: -1, next: -1}
+	mk := memoKey{k, c.ID}
+	if m, ok := s.memo[mk]; ok {
+		delete(s.memo, mk)
+		s.stats.Recalled++
+		e.cur, e.base, e.owed, e.first, e.exported, e.flags = m.cur, m.base, m.owed, m.first, m.exported, m.flags
+	} else {
+		s.stats.New++
+	}
+	e.id, e.reply, e.status, e.mark, e.tcpState = c.ID, c.Reply, c.Status, c.Mark, c.TCPState
+	if c.Has&HasCountersOrig != 0 {
+		s.counters(&e, 0, c.CountersOrig, true)
+	}
+	if c.Has&HasCountersReply != 0 {
+		s.counters(&e, 1, c.CountersReply, true)
+	}
+	if c.Has&(HasCountersOrig|HasCountersReply) != 0 {
+		e.flags |= flagCounted
+	}
+	if s.owes(&e) {
+		s.queue(&e, n, ExportEnd)
 	}
 }
 
@@ -85,13 +143,16 @@ func (s *Store) evict(n int64) {
 	}
 	e := &s.entries[i]
 	s.stats.Evicted++
-	if e.flags&flagClosed == 0 && (e.unexported() || e.flags&flagEnded != 0) {
-		if s.queue(e, n, ExportFull) && e.flags&flagEnded != 0 {
-			e.flags |= flagClosed // its final record is the one just queued
+	ended := e.flags&(flagEnded|flagClosed) == flagEnded && !e.uncounted() // end record owed
+	if e.unexported() || ended && s.owes(e) {
+		if s.queue(e, n, ExportFull) && ended {
+			e.flags |= flagClosed // its end record is the one just queued
 		}
+	} else if ended {
+		e.flags |= flagClosed // all its counts went out: its end needs no record
 	}
 	if s.memo != nil && e.flags&flagGone == 0 {
-		s.remember(e) // a record lost above is owed again if it is seen again
+		s.remember(e, n) // a record lost above is owed again if it is seen again
 	}
 	s.remove(i)
 }

@@ -139,13 +139,20 @@ func TestStoreReasons(t *testing.T) {
 	if s.Len() != 1 {
 		t.Fatalf("idle must keep the state")
 	}
-	// Stale: no update at all for 100s after 91: exported and removed.
-	if got := collect(s, sec(190)); len(got) != 0 {
-		t.Fatalf("before stale: %+v", got)
+	// Stale: no update at all for 100s after 91: removed, without a
+	// record since all its counts went out (none is empty).
+	if got := collect(s, sec(190)); len(got) != 0 || s.Len() != 1 {
+		t.Fatalf("before stale: %+v, len %d", got, s.Len())
 	}
-	got := collect(s, sec(191))
-	if len(got) != 1 || got[0].Reason != ExportStale || s.Len() != 0 {
-		t.Fatalf("stale: %+v, len %d", got, s.Len())
+	if got := collect(s, sec(191)); len(got) != 0 || s.Len() != 0 {
+		t.Fatalf("stale: %+v, len %d; want removed without an empty record", got, s.Len())
+	}
+	// With counts not yet exported (no Export ran in between), the stale
+	// connection's last record carries them.
+	s.Update(sconn(2, 4, 400, 1, 50), sec(200))
+	got := collect(s, sec(300))
+	if len(got) != 1 || got[0].Reason != ExportStale || got[0].DeltaOrig != (Counters{4, 400}) || s.Len() != 0 {
+		t.Fatalf("stale with counts: %+v, len %d", got, s.Len())
 	}
 	st := s.Stats()
 	if st.Exported != [NumExportReasons]uint64{ExportActive: 2, ExportIdle: 1, ExportStale: 1} {
@@ -189,12 +196,14 @@ func TestStoreEnd(t *testing.T) {
 			s.Update(start(sconn(2, 1, 1, 1, 1)), sec(11))
 			s.EndPoll(sec(11))
 			got := collect(s, sec(12))
-			want := Counters{3, 300}
 			if tc.end == nil {
-				want = Counters{} // the counts after the last poll are unknown
-			}
-			if len(got) != 1 || got[0].Reason != ExportEnd || got[0].DeltaOrig != want || got[0].Orig != start(sconn(1, 0, 0, 0, 0)).Orig {
-				t.Fatalf("final records %+v, want one end record with delta %v", got, want)
+				// All its counts went out at 10; the counts after the last
+				// poll are unknown: no record, not an empty one.
+				if len(got) != 0 || s.Len() != 1 {
+					t.Fatalf("final records %+v, len %d; want none, the connection removed", got, s.Len())
+				}
+			} else if len(got) != 1 || got[0].Reason != ExportEnd || got[0].DeltaOrig != (Counters{3, 300}) || got[0].Orig != start(sconn(1, 0, 0, 0, 0)).Orig {
+				t.Fatalf("final records %+v, want one end record with delta {3 300}", got)
 			}
 			// Still listed (TIME_WAIT, dying): silent, not new again.
 			if tc.end != nil && tc.name != "destroy" {
@@ -209,7 +218,16 @@ func TestStoreEnd(t *testing.T) {
 			}
 			s.Update(start(sconn(2, 1, 1, 1, 1)), sec(101))
 			s.EndPoll(sec(101))
-			collect(s, sec(101))
+			got = collect(s, sec(101))
+			if tc.end != nil && tc.name != "destroy" {
+				// The packet the kernel counted after the end record (a
+				// retransmission in TIME_WAIT) goes out once the entry goes.
+				if len(got) != 1 || got[0].Reason != ExportEnd || got[0].DeltaOrig != (Counters{1, 100}) || got[0].DeltaReply != (Counters{}) {
+					t.Fatalf("when the ended entry goes: %+v; want one end record of 1 packet, 100 bytes", got)
+				}
+			} else if len(got) != 0 {
+				t.Fatalf("when the ended entry goes: %+v; want none", got)
+			}
 			if s.Len() != 1 || s.Stats().New != 2 {
 				t.Fatalf("len %d stats %+v: the ended connection must be gone and never re-added", s.Len(), s.Stats())
 			}
