@@ -162,14 +162,21 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 		return fail("--source %s reads one network namespace: give --netns at most once", l.ebpf.source)
 	}
 	var netns func(func() error) error
-	nsName := "the host's namespace"
 	if len(l.ebpf.netns) == 1 {
 		path := netdev.NetnsPath(l.ebpf.netns[0])
 		if _, err := os.Stat(path); err != nil {
 			return fail("--netns: %v", err)
 		}
 		netns = func(fn func() error) error { return netdev.InNetns(path, fn) }
-		nsName = "namespace " + l.ebpf.netns[0]
+	}
+	// Named as the kernel sees it: under ip netns exec, too.
+	ns, nsErr := conntrack.IdentifyNetns(netns)
+	if ns.Name == "" && len(l.ebpf.netns) == 1 {
+		ns.Name = l.ebpf.netns[0]
+	}
+	nsName := ns.String()
+	if nsErr != nil {
+		nsName = fmt.Sprintf("this namespace (%v)", nsErr)
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...) }
 	out, queues := o.sinks.queued(l.queueDepth)
@@ -303,6 +310,11 @@ func printCTStats(w io.Writer, ct *conntrack.Source, nl *nflog.Source, queues []
 		}
 		fmt.Fprintf(w, "connections %s held, %s new, %s evicted (%s records lost), %s counter resets, %s filtered; records: %s\n",
 			n(uint64(s.Conns)), n(s.New), n(s.Evicted), n(s.EvictedUnexported), n(s.CounterResets), n(s.Filtered), strings.Join(parts, ", "))
+		fmt.Fprintf(w, "ended       %s gone from a dump before their destroy event; forgotten past --ct-max-conns/4 remembered: %s live, %s ended (counted again if seen)\n",
+			n(s.Vanished), n(s.Forgotten), n(s.ForgottenEnded))
+		if st.Untracked {
+			fmt.Fprintf(w, "conntrack   %s\n", conntrack.UntrackedHelp(ct.Namespace(), st.UntrackedPackets, st.UntrackedEstablished))
+		}
 	}
 	if nl != nil {
 		for _, g := range nl.Stats() {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -163,5 +164,67 @@ add rule inet weirct filt udp dport 9 log prefix "weir-fw " group 5 drop`, vip, 
 	}
 	if r := rows("nat_dst_ip,nat_dst_port", "dport", "=", "80"); len(r) != 1 || r[0]["nat_dst_ip"] != be.Addr4.String() || r[0]["nat_dst_port"] != float64(8080) || r[0]["packets_out"] != float64(k) {
 		t.Errorf("query nat_dst_ip,nat_dst_port dport = 80: %v", r)
+	}
+}
+
+// TestConntrackUntrackedNamespace runs weir capture --source conntrack
+// under ip netns exec in a test host where no rule uses conntrack, with
+// a TCP connection established there before the start. The start line
+// names the namespace as the kernel sees it (its ip netns name and
+// inode, not "the host's namespace"), weir says at its first poll that
+// nothing is tracked there and how to fix it, and --stats says it again.
+func TestConntrackUntrackedNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("conntrack needs root; CI runs this as root")
+	}
+	testbed.Skip(t)
+	ip := testbed.Need(t, "ip", "iproute2")
+	pr := testbed.NewPair(t)
+	var ln *net.TCPListener
+	if err := pr.B.Do(func() (err error) { ln, err = net.ListenTCP("tcp", &net.TCPAddr{Port: 7600}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var cc net.Conn
+	if err := pr.A.Do(func() (err error) {
+		cc, err = net.DialTimeout("tcp", netip.AddrPortFrom(pr.B.Addr4, 7600).String(), 10*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+
+	bin := buildWeir(t)
+	var stderr testbed.SyncBuffer
+	cmd := exec.Command(ip, "netns", "exec", pr.B.Name, bin, "capture", "--source", "conntrack", "--ct-poll-interval", "100ms",
+		"-o", "json", "--data-dir", t.TempDir(), "--metrics-addr", "off", "--stats")
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	const said = "no connections tracked in namespace "
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), said); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("weir did not say the namespace tracks nothing: %s", stderr.String())
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("weir exited with %v\n%s", err, stderr.String())
+	}
+	out := stderr.String()
+	start := "reading the conntrack table of namespace " + pr.B.Name + " (net:["
+	if !strings.Contains(out, start) || strings.Contains(out, "host's namespace") {
+		t.Errorf("start line: want %q in\n%s", start, out)
+	}
+	if !strings.Contains(out, said+pr.B.Name+" (net:[") || !strings.Contains(out, "1 TCP connections are established") ||
+		!strings.Contains(out, "conntrack   "+said) || !strings.Contains(out, "nft add rule") {
+		t.Errorf("want the untracked message naming the namespace, the established connection and the fix, and in --stats:\n%s", out)
 	}
 }

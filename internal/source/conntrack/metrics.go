@@ -21,6 +21,9 @@ var (
 	mRestarted  = counter("weir_conntrack_restarted_connections_total", "Tuples seen again as a new kernel entry (new id, or alive after their end).")
 	mStale      = counter("weir_conntrack_stale_events_total", "Events read after a newer dump (lower counters than the store holds): ignored.")
 	mRecords    = counter("weir_conntrack_records_total", "Records emitted, by reason (active, idle, end, stale, full, shutdown).", "reason")
+	mVanished   = counter("weir_conntrack_vanished_connections_total", "Connections a dump no longer listed before their destroy event was read.")
+	mForgotten  = counter("weir_conntrack_forgotten_connections_total", "Evicted connections dropped from the bounded memo, by kind (live, ended): a forgotten ended one still in the table is counted again.", "kind")
+	mUntracked  = gauge("weir_conntrack_untracked", "1 while the table stays empty although TCP/UDP traffic crosses the namespace: conntrack has no hook there.")
 )
 
 func counter(name, help string, labels ...string) *metrics.Desc {
@@ -45,7 +48,7 @@ type collector struct {
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{mPolls, mPollErrors, mResyncs, mPollTime, mMessages, mRejected, mOverruns, mConns, mCapacity,
-		mNew, mEvicted, mLost, mResets, mFiltered, mRestarted, mStale, mRecords}
+		mNew, mEvicted, mLost, mResets, mFiltered, mRestarted, mStale, mRecords, mVanished, mForgotten, mUntracked}
 }
 
 // Collect writes the current values.
@@ -74,4 +77,12 @@ func (c *collector) Collect(w *metrics.Writer) {
 	for r := ExportReason(0); r < NumExportReasons; r++ {
 		w.Sample(mRecords, float64(st.Store.Exported[r]), r.String())
 	}
+	w.Sample(mVanished, float64(st.Store.Vanished))
+	w.Sample(mForgotten, float64(st.Store.Forgotten), "live")
+	w.Sample(mForgotten, float64(st.Store.ForgottenEnded), "ended")
+	untracked := 0.0
+	if st.Untracked {
+		untracked = 1
+	}
+	w.Sample(mUntracked, untracked)
 }

@@ -71,3 +71,9 @@ func (s *Source) Close() error { return nil }
 
 // Stats returns zero counters.
 func (s *Source) Stats() SourceStats { return SourceStats{} }
+
+// Namespace returns the zero Netns.
+func (s *Source) Namespace() Netns { return Netns{} }
+
+// IdentifyNetns returns ErrUnsupported.
+func IdentifyNetns(run func(fn func() error) error) (Netns, error) { return Netns{}, ErrUnsupported }

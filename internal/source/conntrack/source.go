@@ -2,6 +2,7 @@ package conntrack
 
 import (
 	"cmp"
+	"fmt"
 	"time"
 )
 
@@ -56,6 +57,22 @@ type SourceStats struct {
 	Events     EventStats    // event socket
 	Store      StoreStats    // connection store
 	Rejected   [NumReasons]uint64
+
+	// Untracked: the table stayed empty while TCP/UDP packets crossed
+	// the namespace (UntrackedPackets since the start) or TCP connections
+	// were established in it (UntrackedEstablished): conntrack has no
+	// hook there.
+	Untracked                              bool
+	UntrackedPackets, UntrackedEstablished uint64
+}
+
+// UntrackedHelp says that conntrack tracks nothing in namespace ns and
+// what to do about it.
+func UntrackedHelp(ns Netns, packets, established uint64) string {
+	return fmt.Sprintf("no connections tracked in %s: its conntrack table stays empty while %d TCP/UDP packets crossed it "+
+		"and %d TCP connections are established: conntrack has no hook here (no rule uses it). Add one, e.g. "+
+		"nft add table inet weir_ct; nft 'add chain inet weir_ct c { type filter hook prerouting priority 0 ; }'; "+
+		"nft add rule inet weir_ct c ct state new", ns, packets, established)
 }
 
 // EventStats are an event socket's counters.

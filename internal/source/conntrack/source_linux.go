@@ -20,14 +20,17 @@ import (
 // (its destroy event carries its final counters). One goroutine (Run)
 // owns the dump socket, the event socket and the Store.
 type Source struct {
-	cfg   SourceConfig
-	dump  *Socket
-	ev    *Events
-	store *Store
-	emit  func([]flow.Record) error
-	recs  []flow.Record
-	now   time.Time // time of the current dump or event read
-	again bool      // events were lost: dump again at once
+	cfg    SourceConfig
+	dump   *Socket
+	ev     *Events
+	store  *Store
+	emit   func([]flow.Record) error
+	recs   []flow.Record
+	now    time.Time // time of the current dump or event read
+	again  bool      // events were lost: dump again at once
+	netns  Netns     // the namespace read
+	track  *tracking // is anything tracked there? (nil: cannot tell)
+	dumped int       // entries in the current dump
 
 	mu    sync.Mutex
 	stats SourceStats // copy published after each step, for Stats
@@ -54,8 +57,13 @@ func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error
 	// Opening the socket loaded nf_conntrack if it was not: the sysctls exist now.
 	s.sysctl("nf_conntrack_acct", "packet and byte counters are 0")
 	s.sysctl("nf_conntrack_timestamp", "start times are when weir first saw each connection")
+	s.netns, _ = IdentifyNetns(cfg.Netns) // unidentified: said so in the start line
+	s.track = openTracking(cfg.Netns)
 	return s, nil
 }
+
+// Namespace returns the network namespace the source reads.
+func (s *Source) Namespace() Netns { return s.netns }
 
 // sysctl turns on /proc/sys/net/netfilter/name in the source's namespace
 // and says so, or says what is lost when it cannot.
@@ -89,6 +97,7 @@ func (s *Source) sysctl(name, without string) {
 
 // Close closes the sockets. Call it after Run returned.
 func (s *Source) Close() error {
+	s.track.close()
 	err := s.dump.Close()
 	if s.ev != nil {
 		err = errors.Join(err, s.ev.Close())
@@ -173,6 +182,23 @@ func (s *Source) Run(ctx context.Context) error {
 // update feeds one dumped or event entry to the store.
 func (s *Source) update(c *Conn) { s.store.Update(c, s.now) }
 
+// dumpOne feeds one dumped entry to the store.
+func (s *Source) dumpOne(c *Conn) error {
+	s.dumped++
+	s.store.Update(c, s.now)
+	return nil
+}
+
+// checkTracking says, once, when the table stays empty while traffic
+// crosses the namespace: conntrack has no hook there.
+func (s *Source) checkTracking() {
+	untracked, pkts, est := s.track.check(s.dumped, s.store.Stats().New)
+	if untracked && !s.own.Untracked {
+		s.cfg.Logf("%s", UntrackedHelp(s.netns, pkts, est))
+	}
+	s.own.Untracked, s.own.UntrackedPackets, s.own.UntrackedEstablished = untracked, pkts, est
+}
+
 // readEvents feeds the events queued now to the store. Lost events
 // (overrun) are counted and make Run dump again at once.
 func (s *Source) readEvents() error {
@@ -189,8 +215,9 @@ func (s *Source) readEvents() error {
 // Poll dumps the table into the store and exports what is due. A failed
 // dump reopens the dump socket and leaves missing connections alone.
 func (s *Source) Poll() error {
-	s.now = time.Now()
-	err := s.dump.Dump(s.cfg.Family, func(c *Conn) error { s.store.Update(c, s.now); return nil })
+	s.track.snap()
+	s.now, s.dumped = time.Now(), 0
+	err := s.dump.Dump(s.cfg.Family, s.dumpOne)
 	s.own.PollTime = time.Since(s.now)
 	if err != nil {
 		s.own.PollErrors++
@@ -210,6 +237,7 @@ func (s *Source) Poll() error {
 			}
 		}
 		s.store.EndPoll(s.now)
+		s.checkTracking()
 	}
 	s.store.Export(time.Now(), s.collect)
 	if ferr := s.flush(); ferr != nil && err == nil {

@@ -22,7 +22,9 @@ func runSource(t *testing.T, h *testbed.Host, cfg SourceConfig) (*Source, func()
 	var mu sync.Mutex
 	var recs []flow.Record
 	cfg.Netns = h.Do
-	cfg.Logf = t.Logf
+	if cfg.Logf == nil {
+		cfg.Logf = t.Logf
+	}
 	s, err := NewSource(cfg, func(b []flow.Record) error {
 		mu.Lock()
 		recs = append(recs, b...)
