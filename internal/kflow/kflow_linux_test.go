@@ -58,7 +58,9 @@ func startOut(t *testing.T, h *testbed.Host, cfg Config, specs ...string) (*Sour
 	if cfg.EvictInterval == 0 {
 		cfg.EvictInterval = 200 * time.Millisecond
 	}
-	cfg.Table = flow.Config{MaxFlows: 20000, IdleTimeout: time.Minute, EndLinger: time.Second}
+	if cfg.Table.MaxFlows == 0 {
+		cfg.Table = flow.Config{MaxFlows: 20000, IdleTimeout: time.Minute, EndLinger: time.Second}
+	}
 	out := &collect{}
 	s, err := New(cfg, out)
 	if err != nil {

@@ -68,6 +68,7 @@ type Source struct {
 	ifaces   map[ifKey]uint16         // attached interfaces → flow.Ifaces index
 	names    flow.Ifaces
 	table    *flow.Table
+	end      ending // end flags of the table's flows, for the final flush
 	batch    []flow.Record
 	keys     [2][]flowFlowKey // drain buffers, reused: the kernel fills one while the table takes the other
 	vals     [2][]flowFlowVal
@@ -158,7 +159,10 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 	}
 	tc := c.Table
 	tc.Ifaces = &s.names
-	s.table, err = flow.NewTable(tc, func(r *flow.Record) { s.emit(r, false) })
+	s.table, err = flow.NewTable(tc, func(r *flow.Record) {
+		s.end.note(r) // the final flush's ended connections: end, not shutdown
+		s.emit(r, false)
+	})
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -276,6 +280,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		s.forgetGone()
 		s.table.Expire(time.Now().UnixNano())
+		s.end.prune(s.table)
 		s.flush()
 		last, reason = time.Now(), ReasonTimer
 		timer.Reset(s.cfg.EvictInterval)
