@@ -17,9 +17,12 @@ func (s *Store) EndPoll(now time.Time) {
 			continue
 		}
 		s.stats.Vanished++
-		if s.cfg.Events {
+		switch {
+		case e.flags&flagClosed != 0 && !s.cfg.Events && !e.unexported():
+			s.remove(int32(i)) // ended, all exported, and no destroy event to wait for
+		case s.cfg.Events:
 			e.flags |= flagEnded | flagAbsent
-		} else {
+		default:
 			e.flags |= flagEnded | flagGone
 		}
 	}
