@@ -38,6 +38,7 @@ var shortTimeouts = map[string]int{
 func TestSourceLifecycle(t *testing.T) {
 	for _, events := range []bool{true, false} {
 		t.Run(fmt.Sprintf("events=%v", events), func(t *testing.T) {
+			t.Parallel() // each in its own test hosts; the kernel's timeouts take most of the time
 			pr := trackedPair(t)
 			setTimeouts(t, pr.B, shortTimeouts)
 			w := startWitness(t, pr.B, pr.A)

@@ -67,13 +67,13 @@ func TestStoreLifeModel(t *testing.T) {
 			}
 			return ""
 		}},
-		{"evicting", StoreConfig{MaxConns: n / 4, MaxPending: 1000 * n, Remember: 10000 * n}, true, func(st StoreStats) string {
+		{"evicting", StoreConfig{MaxConns: n / 4, MaxPending: 100 * n, Remember: 250 * n}, true, func(st StoreStats) string {
 			if st.Evicted < 100 || st.Recalled < 100 || st.Forgotten+st.ForgottenEnded+st.EvictedUnexported != 0 {
 				return "want evictions and recalls, nothing forgotten or lost"
 			}
 			return ""
 		}},
-		{"forgetting", StoreConfig{MaxConns: n / 4, MaxPending: 1000 * n, Remember: n / 8}, false, func(st StoreStats) string {
+		{"forgetting", StoreConfig{MaxConns: n / 4, MaxPending: 100 * n, Remember: n / 8}, false, func(st StoreStats) string {
 			if st.ForgottenEnded == 0 {
 				return "want ended connections forgotten past the bound"
 			}
@@ -82,7 +82,7 @@ func TestStoreLifeModel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for seed := range uint64(30) {
+			for seed := range uint64(12) {
 				lifeModel(t, seed, n, tc.cfg, tc.exact, tc.check)
 			}
 		})
@@ -161,7 +161,7 @@ func lifeModel(t *testing.T, seed uint64, n int, cfg StoreConfig, exact bool, ch
 		}
 		queue = rest
 	}
-	const polls = 300
+	const polls = 200
 	for poll := range polls {
 		for i := range n {
 			k := table[i]
