@@ -40,7 +40,6 @@ func TestSourceLifecycle(t *testing.T) {
 		t.Run(fmt.Sprintf("events=%v", events), func(t *testing.T) {
 			t.Parallel() // each in its own test hosts; the kernel's timeouts take most of the time
 			pr := trackedPair(t)
-			setTimeouts(t, pr.B, shortTimeouts)
 			w := startWitness(t, pr.B, pr.A)
 			tcpServer(t, pr.B, 7200, 300, 2000)
 			echoUDP(t, pr.B, 7300)
@@ -52,6 +51,10 @@ func TestSourceLifecycle(t *testing.T) {
 			preTCP.send(t, 150)
 			preUDP, preUDPPort := udpOpen(t, pr.A, udpAddr)
 			preUDP.roundTrip(t, 100)
+			// Short timeouts from here on: the kernel sets an entry's timeout
+			// at each packet, so the flows above cannot expire before the
+			// source starts, however slow the start.
+			setTimeouts(t, pr.B, shortTimeouts)
 			started := time.Now()
 
 			s, stop := runSource(t, pr.B, SourceConfig{PollInterval: 250 * time.Millisecond, NoEvents: !events,
@@ -86,6 +89,12 @@ func TestSourceLifecycle(t *testing.T) {
 				}
 			}
 			recs := stop()
+			w.mu.Lock()
+			dups := w.dups
+			w.mu.Unlock()
+			if len(dups) > 0 {
+				t.Fatalf("a tuple of the test was used by two kernel entries: %q", dups)
+			}
 			checkLifecycle(t, recs, w.final(), kind, s.Stats())
 			// The first record of a connection open before the start begins
 			// at the kernel's start stamp, not when weir first saw it.
