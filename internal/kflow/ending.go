@@ -38,22 +38,28 @@ func (e *ending) note(r *flow.Record) {
 	if r.Key.Proto != flow.ProtoTCP {
 		return
 	}
-	k, b := endFlags(r)
 	switch r.EndReason {
 	case flow.ReasonActive:
-		if b != 0 {
-			if e.seen == nil {
-				e.seen = map[flow.Key]uint8{}
-			}
-			e.seen[k] |= b
+		if (r.TCPFlags|r.RevTCPFlags)&(flow.TCPFin|flow.TCPRst) == 0 {
+			return // the common case: nothing to remember
 		}
-		return
+		if e.seen == nil {
+			e.seen = map[flow.Key]uint8{}
+		}
+		k, b := endFlags(r)
+		e.seen[k] |= b
 	case flow.ReasonShutdown:
+		k, b := endFlags(r)
 		if b |= e.seen[k]; b&endRst != 0 || b&(endFinLo|endFinHi) == endFinLo|endFinHi {
 			r.EndReason = flow.ReasonEnd
 		}
+		delete(e.seen, k)
+	default: // the flow's last record
+		if len(e.seen) > 0 {
+			k, _ := endFlags(r)
+			delete(e.seen, k)
+		}
 	}
-	delete(e.seen, k)
 }
 
 // prune forgets the flows the table no longer holds.
