@@ -58,7 +58,9 @@ func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error
 	s.sysctl("nf_conntrack_acct", "packet and byte counters are 0")
 	s.sysctl("nf_conntrack_timestamp", "start times are when weir first saw each connection")
 	s.netns, _ = IdentifyNetns(cfg.Netns) // unidentified: said so in the start line
-	s.track = openTracking(cfg.Netns)
+	if cfg.Family == 0 {
+		s.track = openTracking(cfg.Netns) // its SNMP counters cover both families
+	}
 	return s, nil
 }
 
