@@ -16,8 +16,9 @@ import (
 // slice, indexed by a preallocated map of pointer-free keys, make Update
 // allocation-free and invisible to the garbage collector's scan.
 //
-// Memory is bounded: at most MaxConns entries plus MaxPending evicted
-// records waiting for the next Export, whatever happens downstream.
+// Memory is bounded: at most MaxConns entries, MaxPending evicted
+// records waiting for the next Export and Remember memos of evicted or
+// replaced connections, whatever happens downstream.
 //
 // A connection is one kernel entry: its tuple and conntrack id. Its
 // records carry deltas of the kernel's counters, so they add up to the
