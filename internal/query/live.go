@@ -218,12 +218,18 @@ func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
 // the blocks are listed before and after the fetch and the fetch repeated
 // (up to 5 times) until no block was committed in between.
 func LiveSnapshot(ctx context.Context, s *store.Store, url string) ([]flow.Record, []store.BlockInfo, error) {
+	return LiveSnapshotFunc(ctx, s, func(ctx context.Context) ([]flow.Record, error) { return FetchLive(ctx, url) })
+}
+
+// LiveSnapshotFunc is LiveSnapshot with the live records from fetch (a
+// capture's own tables, or another capture's endpoint).
+func LiveSnapshotFunc(ctx context.Context, s *store.Store, fetch func(context.Context) ([]flow.Record, error)) ([]flow.Record, []store.BlockInfo, error) {
 	for range 5 {
 		before, err := s.Blocks(0, 0, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		recs, err := FetchLive(ctx, url)
+		recs, err := fetch(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
