@@ -33,6 +33,7 @@ func commands() []command {
 		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
 		{"collect", "receive IPFIX (UDP, TCP, TLS) and NetFlow v9/v5 from exporters into the same sinks", runCollect},
 		{"query", "answer questions from the flow store: top talkers, conversations, applications over time", runQuery},
+		{"serve", "the web console and HTTP API v1 over a flow store (docs/api.md)", runServeCmd},
 		{"services", "the service model compiled to datapath rows: explain a VIP", runServices},
 		{"clickhouse", "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka (setup)", runClickhouse},
 		{"bench", "benchmark tools: a flow store of generated records (gendb), the OVN load-balancer stress (lbstress)", runBench},

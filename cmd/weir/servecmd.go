@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weir-dev/weir/internal/api"
+	"github.com/weir-dev/weir/internal/httpauth"
+	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/query"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// defaultServeAddr is where 'weir serve' listens unless told otherwise:
+// loopback, next to the capture's metrics (9464) and collect's (9465).
+const defaultServeAddr = "127.0.0.1:9470"
+
+const serveExamples = `  # The console and the API over the default store, on this host only
+  weir serve
+  # open http://127.0.0.1:9470/
+
+  # Another store, with the live flows of a capture running beside it
+  weir serve --data-dir /var/lib/weir --live-url http://127.0.0.1:9464/flows/live
+
+  # For other machines: a token, and TLS
+  head -c 32 /dev/urandom | base64 > /etc/weir/api-token; chmod 600 /etc/weir/api-token
+  weir serve --addr 0.0.0.0:9470 --api-token-file /etc/weir/api-token \
+      --api-tls-cert cert.pem --api-tls-key key.pem
+  curl -H "Authorization: Bearer $(cat /etc/weir/api-token)" \
+      'https://host:9470/api/v1/query?group=sip&from=-1h'
+`
+
+type serveCmdOpts struct {
+	dir, addr, liveURL           string
+	tokenFile, certFile, keyFile string
+	maxQueries, queryWorkers     int
+	queryTimeout                 time.Duration
+}
+
+// runServeCmd is 'weir serve': the web console and HTTP API v1 over a
+// flow store, until SIGINT or SIGTERM.
+func runServeCmd(args []string, stdout_, stderr io.Writer) int {
+	var o serveCmdOpts
+	fs := newFlagSet("serve", "weir serve [--data-dir DIR] [--addr HOST:PORT] [flags]",
+		`Serve the web console and the HTTP API v1 (docs/api.md) over a flow store:
+queries in the JSON of 'weir query -o json', the stored interfaces and time
+spans, the live flows of a capture running beside it (--live-url), health
+and readiness, an OpenAPI document at /api/v1/openapi.json, and the
+console at /. The store is opened read-only: a capture may be writing it.
+
+Only loopback addresses are served without a token. For any other address
+give --api-token-file: every request but /healthz, /readyz and the
+console's own files then needs 'Authorization: Bearer TOKEN' (the console
+asks for it). With --api-tls-cert and --api-tls-key it serves HTTPS.
+Queries are bounded: --max-queries at a time (more wait a little, then get
+429), each for at most --query-timeout (then 504).`, serveExamples)
+	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store to serve ($WEIR_DATA_DIR or ./weir-data)")
+	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
+	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")
+	fs.StringVar(&o.liveURL, "live-url", "", "a running capture's live flows (`url`, loopback only; e.g. "+query.DefaultLiveURL+"): enables /api/v1/live and live=true")
+	fs.StringVar(&o.tokenFile, "api-token-file", "", "bearer token `file` clients must send (required off loopback)")
+	fs.StringVar(&o.certFile, "api-tls-cert", "", "TLS certificate `file` (PEM): serve HTTPS")
+	fs.StringVar(&o.keyFile, "api-tls-key", "", "TLS private key `file` (PEM)")
+	fs.IntVar(&o.maxQueries, "max-queries", api.DefaultMaxQueries, "queries answered at once; more wait up to 10s, then get 429")
+	fs.DurationVar(&o.queryTimeout, "query-timeout", api.DefaultQueryTimeout, "time limit of one query (then 504)")
+	fs.IntVar(&o.queryWorkers, "query-workers", 0, "goroutines one query decodes blocks on (default: one per CPU)")
+	if done, code := parseFlags(fs, args, stdout_, stderr); done {
+		return code
+	}
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir serve: "+format+"\n", a...)
+		return code
+	}
+	if o.maxQueries < 1 || o.queryTimeout <= 0 || o.queryWorkers < 0 {
+		return fail(exitUsage, "--max-queries and --query-timeout must be positive, --query-workers 0 or more")
+	}
+	st, err := store.OpenReadOnly(o.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fail(exitFailure, "no flow store at %s: run 'weir capture' first, or point --data-dir at one", o.dir)
+	} else if err != nil {
+		return fail(exitFailure, "%v", err)
+	}
+	defer st.Close()
+	var live api.LiveFunc
+	if o.liveURL != "" {
+		live = api.LiveFromURL(o.liveURL)
+	}
+	srv, err := api.New(api.Config{Backend: api.NewStoreBackend(st, live), MaxQueries: o.maxQueries,
+		QueryTimeout: o.queryTimeout, QueryWorkers: o.queryWorkers, Version: version})
+	if err != nil {
+		return fail(exitFailure, "%v", err)
+	}
+	ln, err := httpauth.Listen(httpauth.Config{Addr: o.addr, TokenFile: o.tokenFile, CertFile: o.certFile, KeyFile: o.keyFile})
+	if err != nil {
+		return fail(exitUsage, "%v", err)
+	}
+	reg := metrics.NewRegistry()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", reg)
+	mux.Handle("/", srv)
+	guard := httpauth.Middleware(ln.Token, mux, openWithoutToken)
+	for _, c := range []metrics.Collector{srv.Collector(), guard.Collector(), st.Collector(), metrics.NewGoCollector(), metrics.NewProcessCollector()} {
+		if err := reg.Register(c); err != nil {
+			ln.Close()
+			return fail(exitFailure, "metrics: %v", err)
+		}
+	}
+	hs := &http.Server{Handler: guard, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: o.queryTimeout + api.DefaultQueueWait + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
+	scheme := "http"
+	if ln.TLS {
+		scheme = "https"
+	}
+	auth := "no token (loopback)"
+	if ln.Token != nil {
+		auth = "bearer token from " + o.tokenFile
+	}
+	fmt.Fprintf(stderr, "weir serve: %s://%s/ — store %s, %s\n", scheme, ln.Addr(), o.dir, auth)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fail(exitFailure, "%v", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	return exitOK
+}
+
+// openWithoutToken says which requests need no token: health checks, and
+// the console's own files (it asks for the token, then sends it with every
+// API call). Flows and metrics always need it when a token is set.
+func openWithoutToken(req *http.Request) bool {
+	p := req.URL.Path
+	return p == "/healthz" || p == "/readyz" || !strings.HasPrefix(p, "/api/") && p != "/metrics"
+}
