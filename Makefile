@@ -10,7 +10,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
 
-.PHONY: run replay test bench fuzz build sample generate deps-run deps-test clean
+.PHONY: run replay test bench fuzz build sample generate web deps-run deps-test clean
 
 # IFACE: the interface `make run` watches: the default route's, else every one.
 IFACE     ?= $(shell ip -o route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($$i == "dev") { print $$(i+1); exit }}')
@@ -45,6 +45,11 @@ fuzz: deps-run
 generate:
 	@scripts/deps.sh generate
 	$(GO) generate ./internal/kflow
+
+## web: rebuild the console (web/dist, committed and embedded) from web/src: npm ci,
+##      type check, esbuild; web's Go test fails when dist/ does not match the sources
+web:
+	cd web && npm ci --no-audit --no-fund && npx tsc --noEmit -p . && node build.mjs
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/weir

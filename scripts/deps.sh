@@ -4,7 +4,8 @@
 #
 #   scripts/deps.sh run      # what `make run` needs: Go, its modules, iproute2
 #   scripts/deps.sh test     # plus the independent tools tests compare with (tshark, dumpcap, tcpdump, nfdump, softflowd, nft,
-#                            # conntrack, iperf3, sockperf, ethtool, chromium)
+#                            # conntrack, iperf3, sockperf, ethtool, chromium), node and npm, and the console's
+#                            # node packages (npm ci in web/)
 #   scripts/deps.sh bench    # the same as test
 #   scripts/deps.sh generate # clang and libbpf headers for `make generate` (the eBPF program)
 #   scripts/deps.sh fleet    # the local fleet (scripts/cluster.sh): ClickHouse server, Java and Maven with
@@ -34,7 +35,9 @@ declare -A pkg_for=(
   [iperf3]=iperf3          # weir bench --calibrate: TCP stream reference beside weir's driver
   [sockperf]=sockperf      # weir bench --calibrate: ping-pong latency reference
   [ethtool]=ethtool        # weir bench --observe: segmentation offloads off, so a packet is a segment
-  [chromium]=chromium      # weir bench compare --html: the report is opened headless in a test
+  [chromium]=chromium      # weir bench compare --html and the console's browser test (web/browser_test.go), headless
+  [node]=nodejs            # the console's build (make web) and its browser test (playwright-core)
+  [npm]=npm
 )
 missing=()
 fleet_pkgs() { # the local fleet's Debian packages (scripts/cluster.sh, internal/testfleet)
@@ -88,6 +91,18 @@ if [ "$profile" = test ] || [ "$profile" = fleet ]; then
     log "installing chdb into build/venv"
     python3 -m venv build/venv
     build/venv/bin/pip install -q chdb
+  fi
+fi
+
+# The console's node packages (esbuild, TypeScript, playwright-core; never a
+# browser download: the test drives Debian's Chromium). npm ci only when
+# package-lock.json changed since the last install.
+if [ "$profile" = test ] || [ "$profile" = bench ]; then
+  lock_sum=$(sha256sum web/package-lock.json | cut -d' ' -f1)
+  if [ "$(cat web/node_modules/.weir-lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
+    log "npm ci in web/"
+    (cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    echo "$lock_sum" > web/node_modules/.weir-lock-sha256
   fi
 fi
 log "ok"

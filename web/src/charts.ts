@@ -1,0 +1,168 @@
+// Charts: a stacked time series of the top groups and a Sankey of two
+// attributes, on ECharts' canvas renderer (only the parts used are
+// bundled). Tooltips are built as DOM nodes with textContent: no string
+// from the API is ever parsed as HTML.
+
+import * as echarts from "echarts/core";
+import { LineChart, SankeyChart } from "echarts/charts";
+import { GridComponent, TooltipComponent } from "echarts/components";
+import { CanvasRenderer } from "echarts/renderers";
+
+echarts.use([LineChart, SankeyChart, GridComponent, TooltipComponent, CanvasRenderer]);
+
+/** The series colours (a colour-blind safe set, readable on both themes); "Other" is grey. */
+export const palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#4fb3d9",
+  "#8cd17d", "#d37295", "#86bcb6", "#f1ce63", "#a0cbe8", "#ffbe7d", "#499894", "#d4a6c8", "#79706e", "#bab0ac"];
+export const otherColor = "#9aa0a6";
+
+function cssVar(name: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+function tooltipBox(title: string, lines: { color: string; name: string; value: string }[]): HTMLElement {
+  const box = document.createElement("div");
+  box.className = "tip";
+  const h = document.createElement("div");
+  h.className = "tip-title";
+  h.textContent = title;
+  box.append(h);
+  for (const l of lines) {
+    const row = document.createElement("div");
+    row.className = "tip-row";
+    const dot = document.createElement("span");
+    dot.className = "dot";
+    dot.style.background = l.color;
+    const name = document.createElement("span");
+    name.className = "tip-name";
+    name.textContent = l.name;
+    const val = document.createElement("span");
+    val.className = "tip-value";
+    val.textContent = l.value;
+    row.append(dot, name, val);
+    box.append(row);
+  }
+  return box;
+}
+
+export interface Series {
+  name: string;
+  color: string;
+  points: [number, number][]; // time (ms), value per second
+}
+
+function tooltipStyle() {
+  return {
+    backgroundColor: cssVar("--panel"),
+    borderColor: cssVar("--border"),
+    textStyle: { color: cssVar("--text") },
+    extraCssText: "box-shadow: 0 2px 8px rgba(0,0,0,.25); border-radius: 6px;",
+  };
+}
+
+export class TimeChart {
+  private chart: echarts.ECharts;
+  constructor(private el: HTMLElement) {
+    this.chart = echarts.init(el, undefined, { renderer: "canvas" });
+    new ResizeObserver(() => this.chart.resize()).observe(el);
+  }
+
+  render(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number]): void {
+    const text = cssVar("--muted"), grid = cssVar("--grid");
+    this.chart.setOption(
+      {
+        animation: false,
+        useUTC: true,
+        grid: { left: 8, right: 16, top: 16, bottom: 8, containLabel: true },
+        tooltip: {
+          trigger: "axis",
+          ...tooltipStyle(),
+          formatter: (params: unknown) => {
+            const ps = (params as { seriesIndex: number; value: [number, number] }[]).filter((p) => p.value[1] > 0);
+            const t = ps.length > 0 ? new Date(ps[0].value[0]) : null;
+            const lines = ps.sort((a, b) => b.value[1] - a.value[1]).map((p) => ({
+              color: series[p.seriesIndex].color, name: series[p.seriesIndex].name, value: format(p.value[1]),
+            }));
+            return tooltipBox(t ? t.toISOString().replace(".000Z", "Z").replace("T", " ") : "", lines);
+          },
+        },
+        xAxis: {
+          type: "time", min: range[0], max: range[1],
+          axisLabel: {
+            color: text, hideOverlap: true,
+            formatter: { year: "{yyyy}", month: "{MMM} {yyyy}", day: "{MMM} {d}", hour: "{HH}:{mm}", minute: "{HH}:{mm}", second: "{HH}:{mm}:{ss}" },
+          }, axisLine: { lineStyle: { color: grid } }, splitLine: { show: false },
+        },
+        yAxis: {
+          type: "value", axisLabel: { color: text, formatter: (v: number) => format(v) },
+          splitLine: { lineStyle: { color: grid } },
+        },
+        series: series.map((s) => ({
+          type: "line", name: s.name, data: s.points, showSymbol: false, step: false, color: s.color,
+          stack: stacked ? "total" : undefined,
+          lineStyle: { width: stacked ? 0.8 : 1.6 },
+          areaStyle: stacked ? { opacity: 0.85 } : undefined,
+          emphasis: { focus: "series" },
+        })),
+      },
+      { notMerge: true },
+    );
+    this.el.dataset.series = String(series.length);
+    this.el.dataset.points = String(series.reduce((n, s) => n + s.points.filter((p) => p[1] > 0).length, 0));
+  }
+}
+
+export interface Link {
+  source: string;
+  target: string;
+  value: number;
+}
+
+export class SankeyChart_ {
+  private chart: echarts.ECharts;
+  constructor(private el: HTMLElement) {
+    this.chart = echarts.init(el, undefined, { renderer: "canvas" });
+    new ResizeObserver(() => this.chart.resize()).observe(el);
+  }
+
+  /** render draws links from the left attribute's values to the right's (names are kept apart by side). */
+  render(links: Link[], format: (v: number) => string, colorOf: (v: string) => string | undefined): void {
+    const left = new Map<string, number>(), right = new Map<string, number>();
+    for (const l of links) {
+      left.set(l.source, (left.get(l.source) ?? 0) + l.value);
+      right.set(l.target, (right.get(l.target) ?? 0) + l.value);
+    }
+    const id = (side: string, v: string) => `${side}\u0000${v}`;
+    const label = (n: string) => n.slice(n.indexOf("\u0000") + 1);
+    const nodes = [
+      ...[...left.keys()].map((v, i) => ({ name: id("L", v), itemStyle: { color: colorOf(v) ?? palette[(i + 10) % palette.length] } })),
+      ...[...right.keys()].map((v) => ({ name: id("R", v), itemStyle: { color: otherColor } })),
+    ];
+    this.chart.setOption(
+      {
+        animation: false,
+        tooltip: {
+          trigger: "item",
+          ...tooltipStyle(),
+          formatter: (p: unknown) => {
+            const d = (p as { dataType: string; data: { source?: string; target?: string; name?: string; value?: number }; value: number });
+            if (d.dataType === "edge") {
+              return tooltipBox(`${label(d.data.source!)} → ${label(d.data.target!)}`, [{ color: otherColor, name: "", value: format(d.value) }]);
+            }
+            return tooltipBox(label(d.data.name!), [{ color: otherColor, name: "", value: format(d.value) }]);
+          },
+        },
+        series: [{
+          type: "sankey", left: 8, right: 160, top: 8, bottom: 8, nodeGap: 6, nodeWidth: 12, draggable: false,
+          layoutIterations: 16,
+          emphasis: { focus: "adjacency" },
+          label: { color: cssVar("--text"), formatter: (p: { name: string }) => label(p.name), fontSize: 11 },
+          lineStyle: { color: "gradient", opacity: 0.35, curveness: 0.5 },
+          data: nodes,
+          links: links.map((l) => ({ source: id("L", l.source), target: id("R", l.target), value: l.value })),
+        }],
+      },
+      { notMerge: true },
+    );
+    this.el.dataset.links = String(links.length);
+  }
+}
