@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weir-dev/weir/internal/api"
 	flowcollector "github.com/weir-dev/weir/internal/collector"
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/kflow"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
@@ -53,6 +55,15 @@ func TestMetricsDocumented(t *testing.T) {
 	ct := conntrack.Collector(func() conntrack.SourceStats { return conntrack.SourceStats{} }, 1)
 	nl := nflog.Collector(func() []nflog.GroupStats { return []nflog.GroupStats{{Group: 5}} })
 	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl, enrich.NewEnricher().Collector()} {
+		if err := reg.Register(col); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apiSrv, err := api.New(api.Config{Backend: api.NewStoreBackend(st, nil), NoConsole: true}) // weir serve
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range []metrics.Collector{apiSrv.Collector(), httpauth.Middleware(nil, nil, nil).Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}
