@@ -89,7 +89,7 @@ export class TimeChart {
           type: "time", min: range[0], max: range[1],
           axisLabel: {
             color: text, hideOverlap: true,
-            formatter: { year: "{yyyy}", month: "{MMM} {yyyy}", day: "{MMM} {d}", hour: "{HH}:{mm}", minute: "{HH}:{mm}", second: "{HH}:{mm}:{ss}" },
+            formatter: { year: "{MMM} {d}", month: "{MMM} {d}", day: "{MMM} {d}", hour: "{HH}:{mm}", minute: "{HH}:{mm}", second: "{HH}:{mm}:{ss}" },
           }, axisLine: { lineStyle: { color: grid } }, splitLine: { show: false },
         },
         yAxis: {
@@ -100,7 +100,7 @@ export class TimeChart {
           type: "line", name: s.name, data: s.points, showSymbol: false, step: false, color: s.color,
           stack: stacked ? "total" : undefined,
           lineStyle: { width: stacked ? 0.8 : 1.6 },
-          areaStyle: stacked ? { opacity: 0.85 } : undefined,
+          areaStyle: stacked ? { opacity: s.name === "Other" ? 0.35 : 0.85 } : undefined,
           emphasis: { focus: "series" },
         })),
       },

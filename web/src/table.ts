@@ -52,6 +52,7 @@ export function renderTop(table: HTMLTableElement, t: TopTable): void {
   head.append(hr);
   const body = document.createElement("tbody");
   const whole = value(t.totals, t.metric, t.dir);
+  const widest = Math.max(1, ...t.rows.map((r) => value(r, t.metric, t.dir))); // bars relative to the first row
   t.rows.forEach((r, i) => {
     const tr = document.createElement("tr");
     tr.tabIndex = 0;
@@ -72,7 +73,7 @@ export function renderTop(table: HTMLTableElement, t: TopTable): void {
     sc.className = "share-col";
     const bar = document.createElement("span");
     bar.className = "bar";
-    bar.style.width = `${Math.min(100, share).toFixed(1)}%`;
+    bar.style.width = `${((100 * v) / widest).toFixed(1)}%`;
     const pct = document.createElement("span");
     pct.className = "pct";
     pct.textContent = `${share.toFixed(share < 10 ? 2 : 1)}%`;
