@@ -18,6 +18,7 @@ import (
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
+	"github.com/weir-dev/weir/internal/sink/kafka"
 	"github.com/weir-dev/weir/internal/source/conntrack"
 	"github.com/weir-dev/weir/internal/source/nflog"
 	"github.com/weir-dev/weir/internal/store"
@@ -63,7 +64,7 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, col := range []metrics.Collector{apiSrv.Collector(), httpauth.Middleware(nil, nil, nil).Collector()} {
+	for _, col := range []metrics.Collector{apiSrv.Collector(), httpauth.Middleware(nil, nil, nil).Collector(), kafka.Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}
