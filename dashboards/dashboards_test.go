@@ -196,8 +196,9 @@ func TestHealthDashboard(t *testing.T) {
 }
 
 // flowColumns are the columns of the ClickHouse flows table the flows
-// dashboard may use: those of weir's Kafka wire format (docs/grafana.md).
-var flowColumns = []string{"node", "iface", "start_ns", "end_ns", "ip_version", "src_addr", "dst_addr", "src_port", "dst_port",
+// dashboard may use: the table 'weir clickhouse setup' creates (a start
+// DateTime and the columns of weir's Kafka wire format; docs/fleet.md).
+var flowColumns = []string{"start", "node", "iface", "start_ns", "end_ns", "ip_version", "src_addr", "dst_addr", "src_port", "dst_port",
 	"proto", "packets", "bytes", "rev_packets", "rev_bytes", "drop_packets", "drop_bytes", "drop_reason", "service",
 	"service_group", "service_backends", "src_workload", "dst_workload", "src_namespace", "dst_namespace", "src_node", "dst_node"}
 
@@ -208,14 +209,14 @@ func TestFlowsDashboard(t *testing.T) {
 	_, panels := load(t, "weir-flows.json", "grafana-clickhouse-datasource")
 	identRE := regexp.MustCompile(`\b([a-z_][a-z0-9_]*)\b`)
 	sqlWords := []string{"select", "as", "from", "flows", "where", "and", "or", "in", "group", "by", "order", "desc", "limit", "if",
-		"sum", "count", "uniqexact", "todatetime", "intdiv", "toint64", "tounixtimestamp", "replaceregexpone", "ipv6numtostring",
+		"sum", "count", "uniqexact", "todatetime", "touint32", "intdiv", "toint64", "tounixtimestamp", "replaceregexpone", "ipv6numtostring",
 		"concat", "tostring", "multiif", "time", "bps", "second", "interval", "source", "destination", "bytes_out", "bytes_in",
 		"bytes_total", "flows", "clients", "packets", "bytes_dropped", "interface", "service_label", "dst_port_label", "tcp", "udp",
-		"sctp", "no", "ffff", "distinct", "node", "singlequote"}
+		"sctp", "no", "ffff", "distinct", "node", "singlequote", "start"}
 	for _, p := range panels {
 		for _, q := range p.Targets {
 			sql := q.RawSQL
-			if !strings.Contains(sql, "FROM flows") || !strings.Contains(sql, "$__fromTime") || !strings.Contains(sql, "$__toTime") ||
+			if !strings.Contains(sql, "FROM flows") || !strings.Contains(sql, "start >= $__fromTime AND start < $__toTime") ||
 				!strings.Contains(sql, "node IN (${node:singlequote})") {
 				t.Errorf("panel %q: the query does not read flows within the time range and nodes:\n%s", p.Title, sql)
 			}
