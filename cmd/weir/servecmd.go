@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/api"
+	"github.com/weir-dev/weir/internal/clickhouse"
 	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/query"
@@ -30,6 +32,9 @@ const serveExamples = `  # The console and the API over the default store, on th
   # Another store, with the live flows of a capture running beside it
   weir serve --data-dir /var/lib/weir --live-url http://127.0.0.1:9464/flows/live
 
+  # A fleet's flows in ClickHouse (weir clickhouse setup, docs/fleet.md)
+  weir serve --clickhouse http://127.0.0.1:8123
+
   # For other machines: a token, and TLS
   head -c 32 /dev/urandom | base64 > /etc/weir/api-token; chmod 600 /etc/weir/api-token
   weir serve --addr 0.0.0.0:9470 --api-token-file /etc/weir/api-token \
@@ -40,6 +45,7 @@ const serveExamples = `  # The console and the API over the default store, on th
 
 type serveCmdOpts struct {
 	dir, addr, liveURL           string
+	chURL, chDB, chUser, chPass  string
 	tokenFile, certFile, keyFile string
 	maxQueries, queryWorkers     int
 	queryTimeout                 time.Duration
@@ -49,8 +55,9 @@ type serveCmdOpts struct {
 // flow store, until SIGINT or SIGTERM.
 func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	var o serveCmdOpts
-	fs := newFlagSet("serve", "weir serve [--data-dir DIR] [--addr HOST:PORT] [flags]",
-		`Serve the web console and the HTTP API v1 (docs/api.md) over a flow store:
+	fs := newFlagSet("serve", "weir serve [--data-dir DIR | --clickhouse URL] [--addr HOST:PORT] [flags]",
+		`Serve the web console and the HTTP API v1 (docs/api.md) over a flow store,
+or over the flows table of a fleet in ClickHouse (--clickhouse):
 queries in the JSON of 'weir query -o json', the stored interfaces and time
 spans, the live flows of a capture running beside it (--live-url), health
 and readiness, an OpenAPI document at /api/v1/openapi.json, and the
@@ -66,6 +73,10 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")
 	fs.StringVar(&o.liveURL, "live-url", "", "a running capture's live flows (`url`, loopback only; e.g. "+query.DefaultLiveURL+"): enables /api/v1/live and live=true")
+	fs.StringVar(&o.chURL, "clickhouse", "", "answer from ClickHouse's flows table instead of a store: its HTTP interface, http(s)://`host:port` (docs/fleet.md)")
+	fs.StringVar(&o.chDB, "clickhouse-database", "weir", "the ClickHouse database 'weir clickhouse setup' created")
+	fs.StringVar(&o.chUser, "clickhouse-user", "", "ClickHouse user (default: the server's default user)")
+	fs.StringVar(&o.chPass, "clickhouse-password-file", "", "`file` holding the ClickHouse user's password")
 	fs.StringVar(&o.tokenFile, "api-token-file", "", "bearer token `file` clients must send (required off loopback)")
 	fs.StringVar(&o.certFile, "api-tls-cert", "", "TLS certificate `file` (PEM): serve HTTPS")
 	fs.StringVar(&o.keyFile, "api-tls-key", "", "TLS private key `file` (PEM)")
@@ -82,18 +93,12 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 	if o.maxQueries < 1 || o.queryTimeout <= 0 || o.queryWorkers < 0 {
 		return fail(exitUsage, "--max-queries and --query-timeout must be positive, --query-workers 0 or more")
 	}
-	st, err := store.OpenReadOnly(o.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return fail(exitFailure, "no flow store at %s: run 'weir capture' first, or point --data-dir at one", o.dir)
-	} else if err != nil {
-		return fail(exitFailure, "%v", err)
+	backend, closeBackend, code := o.backend(fs, stderr)
+	if code != exitOK {
+		return code
 	}
-	defer st.Close()
-	var live api.LiveFunc
-	if o.liveURL != "" {
-		live = api.LiveFromURL(o.liveURL)
-	}
-	srv, err := api.New(api.Config{Backend: api.NewStoreBackend(st, live), MaxQueries: o.maxQueries,
+	defer closeBackend()
+	srv, err := api.New(api.Config{Backend: backend, MaxQueries: o.maxQueries,
 		QueryTimeout: o.queryTimeout, QueryWorkers: o.queryWorkers, Version: version})
 	if err != nil {
 		return fail(exitFailure, "%v", err)
@@ -107,7 +112,11 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 	mux.Handle("/metrics", reg)
 	mux.Handle("/", srv)
 	guard := httpauth.Middleware(ln.Token, mux, openWithoutToken)
-	for _, c := range []metrics.Collector{srv.Collector(), guard.Collector(), st.Collector(), metrics.NewGoCollector(), metrics.NewProcessCollector()} {
+	cols := []metrics.Collector{srv.Collector(), guard.Collector(), metrics.NewGoCollector(), metrics.NewProcessCollector()}
+	if sb, ok := backend.(interface{ Collector() metrics.Collector }); ok {
+		cols = append(cols, sb.Collector())
+	}
+	for _, c := range cols {
 		if err := reg.Register(c); err != nil {
 			ln.Close()
 			return fail(exitFailure, "metrics: %v", err)
@@ -123,7 +132,11 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 	if ln.Token != nil {
 		auth = "bearer token from " + o.tokenFile
 	}
-	fmt.Fprintf(stderr, "weir serve: %s://%s/ — store %s, %s\n", scheme, ln.Addr(), o.dir, auth)
+	what := "store " + o.dir
+	if o.chURL != "" {
+		what = "ClickHouse " + o.chURL + " database " + o.chDB
+	}
+	fmt.Fprintf(stderr, "weir serve: %s://%s/ — %s, %s\n", scheme, ln.Addr(), what, auth)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -140,6 +153,52 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 	}
 	return exitOK
 }
+
+// backend opens the store read-only, or connects to ClickHouse.
+func (o *serveCmdOpts) backend(fs *flag.FlagSet, stderr io.Writer) (api.Backend, func(), int) {
+	if o.chURL != "" {
+		dirSet := false
+		fs.Visit(func(f *flag.Flag) { dirSet = dirSet || f.Name == "data-dir" || f.Name == "d" })
+		if dirSet || o.liveURL != "" {
+			fmt.Fprintln(stderr, "weir serve: --clickhouse answers from ClickHouse: give it without --data-dir and --live-url")
+			return nil, nil, exitUsage
+		}
+		conn, err := clickhouse.NewHTTP(o.chURL, o.chUser, o.chPass)
+		if err != nil {
+			fmt.Fprintf(stderr, "weir serve: --clickhouse: %v\n", err)
+			return nil, nil, exitUsage
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := api.NewClickHouseBackend(ctx, conn, o.chDB)
+		if err != nil {
+			fmt.Fprintf(stderr, "weir serve: --clickhouse %s: %v\n", o.chURL, err)
+			return nil, nil, exitFailure
+		}
+		return b, func() {}, exitOK
+	}
+	st, err := store.OpenReadOnly(o.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "weir serve: no flow store at %s: run 'weir capture' first, or point --data-dir at one\n", o.dir)
+		return nil, nil, exitFailure
+	} else if err != nil {
+		fmt.Fprintf(stderr, "weir serve: %v\n", err)
+		return nil, nil, exitFailure
+	}
+	var live api.LiveFunc
+	if o.liveURL != "" {
+		live = api.LiveFromURL(o.liveURL)
+	}
+	return storeBackend{api.NewStoreBackend(st, live), st}, func() { st.Close() }, exitOK
+}
+
+// storeBackend is the store's backend with the store's metrics.
+type storeBackend struct {
+	*api.StoreBackend
+	st *store.Store
+}
+
+func (b storeBackend) Collector() metrics.Collector { return b.st.Collector() }
 
 // openWithoutToken says which requests need no token: health checks, and
 // the console's own files (it asks for the token, then sends it with every

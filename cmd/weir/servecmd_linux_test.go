@@ -114,6 +114,14 @@ func TestServeCommand(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "--api-token-file") {
 		t.Errorf("all addresses without a token: %d %s", code, errs)
 	}
+	code, _, errs = runCLI("serve", "--data-dir", dir, "--clickhouse", "http://127.0.0.1:8123")
+	if code != exitUsage || !strings.Contains(errs, "without --data-dir") {
+		t.Errorf("--clickhouse with --data-dir: %d %s", code, errs)
+	}
+	code, _, errs = runCLI("serve", "--clickhouse", "http://127.0.0.1:1", "--addr", "127.0.0.1:0") // nothing listens there
+	if code != exitFailure || !strings.Contains(errs, "--clickhouse http://127.0.0.1:1") {
+		t.Errorf("--clickhouse without a server: %d %s", code, errs)
+	}
 	code, _, errs = runCLI("serve", "--data-dir", filepath.Join(dir, "missing"))
 	if code != exitFailure || !strings.Contains(errs, "no flow store") {
 		t.Errorf("missing store: %d %s", code, errs)

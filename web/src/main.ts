@@ -55,7 +55,8 @@ function syncControls(): void {
   $<HTMLSelectElement>("dir").disabled = view.metric === "flows";
   fill($("limit"), limits.map((n) => [String(n), `Top ${n}`]), String(view.limit));
   fill($("iface"), [["", "All interfaces"], ...meta.interfaces.map((i): [string, string] => [i.iface, i.iface])], view.iface);
-  $("node-wrap").hidden = meta.nodes.length === 0;
+  // Nodes are chosen by a condition on node: shown when the backend has nodes and the query language knows the attribute.
+  $("node-wrap").hidden = meta.nodes.length === 0 || !meta.attributes.condition.includes("node");
   fill($("node"), [["", "All nodes"], ...meta.nodes.map((n): [string, string] => [n, n])], view.node);
   fill($("chart-type"), [["stacked", "Stacked areas"], ["lines", "Lines"]], view.chart);
   fill($("sankey-a"), attrs.map((a) => [a, a]), view.sankey[0]);
