@@ -62,6 +62,7 @@ function syncControls(): void {
   fill($("sankey-a"), attrs.map((a) => [a, a]), view.sankey[0]);
   fill($("sankey-b"), attrs.map((a) => [a, a]), view.sankey[1]);
   $<HTMLInputElement>("refresh").checked = view.refresh;
+  $<HTMLInputElement>("other").checked = view.other;
   filterBar.value = view.filter;
   for (const tab of ["traffic", "live"] as const) {
     $(`tab-${tab}`).setAttribute("aria-selected", String(view.tab === tab));
@@ -228,7 +229,7 @@ function drawSeries(top: QueryResult, series: QueryResult | null, totals: QueryR
   const out: Series[] = top.rows.map((r, i) => ({
     name: rowName(view.group, r), color: colors[i], points: Array.from(vals[i], (v, b): [number, number] => [t(b), v]),
   }));
-  if (other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor, points: Array.from(other, (v, b): [number, number] => [t(b), v]) });
+  if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor, points: Array.from(other, (v, b): [number, number] => [t(b), v]) });
   timeChart.render(out, view.chart === "stacked", fmt, [from, to]);
 }
 
@@ -310,6 +311,7 @@ function bind(): void {
     setView({ refresh: (e.target as HTMLInputElement).checked });
     scheduleRefresh();
   });
+  $<HTMLInputElement>("other").addEventListener("change", (e) => setView({ other: (e.target as HTMLInputElement).checked }));
   for (const tab of ["traffic", "live"] as const) $(`tab-${tab}`).addEventListener("click", () => setView({ tab }, true));
   $("theme").addEventListener("click", () => {
     localStorage.setItem("weir-theme", document.documentElement.dataset.theme === "dark" ? "light" : "dark");

@@ -18,6 +18,7 @@ export interface View {
   chart: "stacked" | "lines";
   sankey: [string, string];
   refresh: boolean; // re-query every refreshSeconds
+  other: boolean; // the chart shows the rest of the traffic as "Other"
 }
 
 export const ranges = ["15m", "1h", "6h", "24h", "7d", "30d"];
@@ -26,7 +27,7 @@ export const limits = [5, 10, 15, 20, 30];
 export function defaults(): View {
   return {
     tab: "traffic", range: "24h", from: "", to: "", group: ["sip"], filter: "", metric: "bytes", dir: "sum",
-    limit: 10, iface: "", node: "", chart: "stacked", sankey: ["sip", "dip"], refresh: false,
+    limit: 10, iface: "", node: "", chart: "stacked", sankey: ["sip", "dip"], refresh: false, other: true,
   };
 }
 
@@ -59,6 +60,7 @@ export function fromURL(search: string, attrs: string[]): View {
   const s = (p.get("sankey") ?? "").split(",").map(attr);
   if (s.length === 2 && s[0] && s[1] && s[0] !== s[1]) v.sankey = [s[0], s[1]];
   v.refresh = p.get("refresh") === "1";
+  v.other = p.get("other") !== "0";
   return v;
 }
 
@@ -83,6 +85,7 @@ export function toURL(v: View): string {
   if (v.chart !== d.chart) p.set("chart", v.chart);
   if (v.sankey.join(",") !== d.sankey.join(",")) p.set("sankey", v.sankey.join(","));
   if (v.refresh) p.set("refresh", "1");
+  if (!v.other) p.set("other", "0");
   const s = p.toString();
   return s ? `?${s}` : location.pathname;
 }

@@ -149,6 +149,8 @@ try {
   await ready(page);
   await page.selectOption("#sankey-b", "dport");
   await ready(page);
+  await page.uncheck("#other");
+  await ready(page);
   check(Number(await page.getAttribute("#sankey", "data-links")) > 0, "the dip → dport Sankey is empty");
   const shared = page.url();
   const tableText = await page.textContent("#table");
@@ -161,6 +163,8 @@ try {
     check((await page2.inputValue(sel)) === want, `shared URL: ${sel} is ${await page2.inputValue(sel)}, want ${want}`);
   }
   check((await page2.inputValue("#filter")) === "proto udp", "shared URL: filter lost");
+  check(!(await page2.isChecked("#other")), "shared URL: Other is shown again");
+  check(Number(await page2.getAttribute("#chart", "data-series")) === 5, "shared URL: the chart has Other, or not the top 5");
   await page2.close();
   console.log("ok shared URL");
 
