@@ -52,6 +52,15 @@ type Config struct {
 	// that carry the workloads, service, rule, conntrack mark and zone
 	// (enterprise.go); 0: they are not exported. Not ReversePEN.
 	PEN uint32
+	// Unidirectional sends each record as up to two data records, one
+	// per direction, in templates without the reverse elements, for
+	// collectors that ignore RFC 5103 (uni.go).
+	Unidirectional bool
+	// OneSet sends one set per message and one template per template
+	// set, unpadded: what vmware/go-ipfix's collector reads (it decodes
+	// only a message's first set, and a data set up to the message's
+	// end). Messages get smaller and more numerous.
+	OneSet bool
 }
 
 // Encoder builds IPFIX messages from flow records. It is not safe for
@@ -63,10 +72,11 @@ type Encoder struct {
 	open      bool   // a message is being built
 	set       int    // offset of the open data set's header, or -1
 	setID     uint16 // its template id
-	nrec      uint32 // flow records in the open message
+	nrec      uint32 // data records (flows) in the open message
+	nflow     uint32 // flow records (flow.Record) in the open message: nrec, or up to half of it when Unidirectional
 	seq       uint32 // data records (flows and options) sent before the open message
 	nopt      uint32 // options data records in the open message (sequence numbers count them)
-	flows     uint32 // flow records of the message last handed to emit
+	flows     uint32 // flow records (flow.Record) of the message last handed to emit
 	sinceTmpl int    // messages since templates were last sent
 	lastTmpl  time.Time
 	// tmpl is what goes out when templates are due, encoded once (again
@@ -86,6 +96,7 @@ type Encoder struct {
 	ids   [2 * len(Templates)]uint16 // and its id
 	es    [entStrings]string         // the enriched record's strings, fitted (enterprise.go)
 	cut   uint64                     // strings cut to fit
+	rev   flow.Record                // Unidirectional: the reverse direction's record (uni.go)
 }
 
 // ErrBadConfig is wrapped by NewEncoder's configuration errors.
@@ -115,6 +126,9 @@ func NewEncoder(cfg Config, emit func(msg []byte) error) (*Encoder, error) {
 	e := &Encoder{cfg: cfg, emit: emit, msg: make([]byte, 0, cfg.MTU), set: -1, pairs: 1, ts: Templates[:]}
 	if cfg.PEN != 0 {
 		e.ts = append(e.ts[:len(e.ts):len(e.ts)], enterpriseTemplates(cfg.PEN)...)
+	}
+	if cfg.Unidirectional {
+		e.ts = uniTemplates(e.ts)
 	}
 	e.buildTemplates()
 	for i := range e.ts {
@@ -147,8 +161,8 @@ func appendTemplate(b []byte, t *Template) []byte {
 // sampling options too, once announced) go out again in the next message.
 // It returns the flow records dropped with the open message.
 func (e *Encoder) Reset() (dropped uint32) {
-	dropped = e.nrec
-	e.open, e.set, e.nrec, e.nopt, e.seq = false, -1, 0, 0, 0
+	dropped = e.nflow
+	e.open, e.set, e.nrec, e.nflow, e.nopt, e.seq = false, -1, 0, 0, 0, 0
 	e.lastTmpl, e.sinceTmpl = time.Time{}, 0
 	return dropped
 }
@@ -162,9 +176,11 @@ func (e *Encoder) Sequence() uint32 { return e.seq + e.nrec + e.nopt }
 // in a message (enterprise.go).
 func (e *Encoder) Cut() uint64 { return e.cut }
 
-// Flows is the number of flow records in the message last handed to emit
-// (its options data records not counted): during emit, the records a
-// failed send loses.
+// Flows is the number of flow records (flow.Record, whatever the number
+// of data records they took) in the message last handed to emit, its
+// options data records not counted: during emit, the records a failed
+// send loses. A record sent as two data records (Unidirectional) counts
+// with the message of its second.
 func (e *Encoder) Flows() uint32 { return e.flows }
 
 // Add encodes r into the open message, finishing it first when r would
@@ -191,19 +207,71 @@ func (e *Encoder) Add(r *flow.Record) error {
 	if len(name) > maxName {
 		name = name[:maxName]
 	}
+	fwd, rev := true, false
+	if e.cfg.Unidirectional {
+		rev = r.RevPackets > 0
+		fwd = r.Packets > 0 || !rev
+	}
 	need := e.fixed[ti] + 1 + len(name)
 	var es *[entStrings]string
+	var budget int
 	if ti >= tEnt {
 		es = &e.es
 		loadStrings(es, r)
-		cost, cut := fitStrings(es, e.cfg.MTU-headerLen-setHeaderLen-need)
+		budget = e.room() - need
+		cost, cut := fitStrings(es, budget)
 		need += cost
 		e.cut += uint64(cut)
 	}
-	if e.open && (e.setID != e.ids[ti] || e.set < 0) {
-		need += setHeaderLen
+	// Both directions of a record go in one message when they fit in one
+	// (Flows counts whole records).
+	both := fwd && rev && 2*need <= e.room()
+	if fwd {
+		if err := e.reserve(ti, need, both); err != nil {
+			return err
+		}
+		e.msg = appendRecord(e.msg, r, ti, name, es, !e.cfg.Unidirectional)
+		e.nrec++
 	}
-	if e.open && len(e.msg)+need > e.cfg.MTU {
+	if rev {
+		if !both {
+			if err := e.reserve(ti, need, false); err != nil {
+				return err
+			}
+		}
+		e.reverse(r, fwd, es, budget)
+		e.msg = appendRecord(e.msg, &e.rev, ti, name, es, false)
+		e.nrec++
+	}
+	e.nflow++
+	return nil
+}
+
+// room is what a data record may take: a message with its header and one
+// set with its header and padding.
+func (e *Encoder) room() int { return e.cfg.MTU - headerLen - setHeaderLen - 3 }
+
+// pad is the padding that ends a set of n octets on a 4-octet boundary
+// (RFC 7011 3.3.1: zero octets, fewer than the shortest record of the
+// set: weir pads at most 3, its shortest record is a sampling options
+// record of 14 octets, its shortest flow record 53; template sets are
+// aligned already). OneSet messages are not padded.
+func (e *Encoder) pad(n int) int {
+	if e.cfg.OneSet {
+		return 0
+	}
+	return -n & 3
+}
+
+// reserve makes room in the open message for a data record of need octets
+// in template ti (two when both), finishing the message first when they
+// would not fit (or, OneSet, when it holds another set), and opens the
+// set.
+func (e *Encoder) reserve(ti, need int, both bool) error {
+	if both {
+		need *= 2
+	}
+	if e.open && (e.after(ti, need) > e.cfg.MTU || (e.cfg.OneSet && len(e.msg) > headerLen && e.newSet(ti))) {
 		if err := e.Flush(); err != nil {
 			return err
 		}
@@ -213,15 +281,31 @@ func (e *Encoder) Add(r *flow.Record) error {
 			return err
 		}
 	}
-	if e.set < 0 || e.setID != e.ids[ti] {
+	if e.newSet(ti) {
 		e.closeSet()
 		e.set, e.setID = len(e.msg), e.ids[ti]
 		e.msg = binary.BigEndian.AppendUint16(e.msg, e.setID)
 		e.msg = append(e.msg, 0, 0) // length, when the set closes
 	}
-	e.msg = appendRecord(e.msg, r, ti, name, es)
-	e.nrec++
 	return nil
+}
+
+// newSet reports whether a record of template ti needs a set of its own.
+func (e *Encoder) newSet(ti int) bool { return e.set < 0 || e.setID != e.ids[ti] }
+
+// after is the open message's length once need more octets of template
+// ti's records are added and their set is padded.
+func (e *Encoder) after(ti, need int) int {
+	n, set := len(e.msg), e.set
+	if e.newSet(ti) {
+		if set >= 0 {
+			n += e.pad(n - set)
+		}
+		set = n
+		n += setHeaderLen
+	}
+	n += need
+	return n + e.pad(n-set)
 }
 
 // special is the template of a record with drops, sampling, NAT, a
@@ -259,7 +343,7 @@ func (e *Encoder) start(need int) error {
 		e.lastTmpl, e.sinceTmpl = now, 0
 		prev := 0
 		for _, c := range e.chunks {
-			if len(e.msg)+c.end-prev > e.cfg.MTU && len(e.msg) > headerLen {
+			if (e.cfg.OneSet || len(e.msg)+c.end-prev > e.cfg.MTU) && len(e.msg) > headerLen {
 				if err := e.Flush(); err != nil {
 					return err
 				}
@@ -269,7 +353,7 @@ func (e *Encoder) start(need int) error {
 			e.nopt += c.opts
 			prev = c.end
 		}
-		if len(e.msg)+setHeaderLen+need > e.cfg.MTU {
+		if n := setHeaderLen + need; e.cfg.OneSet || len(e.msg)+n+e.pad(n) > e.cfg.MTU {
 			if err := e.Flush(); err != nil {
 				return err
 			}
@@ -282,11 +366,15 @@ func (e *Encoder) start(need int) error {
 // begin opens an empty message: the header, completed by Flush.
 func (e *Encoder) begin() {
 	e.msg = append(e.msg[:0], make([]byte, headerLen)...)
-	e.open, e.set, e.nrec, e.nopt = true, -1, 0, 0
+	e.open, e.set, e.nrec, e.nflow, e.nopt = true, -1, 0, 0, 0
 }
 
+// closeSet pads the open set, if any, and writes its length.
 func (e *Encoder) closeSet() {
 	if e.set >= 0 {
+		for range e.pad(len(e.msg) - e.set) {
+			e.msg = append(e.msg, 0)
+		}
 		binary.BigEndian.PutUint16(e.msg[e.set+2:], uint16(len(e.msg)-e.set))
 		e.set = -1
 	}
@@ -305,8 +393,8 @@ func (e *Encoder) Flush() error {
 	binary.BigEndian.PutUint32(b[8:], e.seq)
 	binary.BigEndian.PutUint32(b[12:], e.cfg.Domain)
 	e.seq += e.nrec + e.nopt
-	e.flows = e.nrec
-	e.open, e.nrec, e.nopt = false, 0, 0
+	e.flows = e.nflow
+	e.open, e.nrec, e.nflow, e.nopt = false, 0, 0, 0
 	e.sinceTmpl++
 	return e.emit(b)
 }
@@ -319,19 +407,22 @@ var endReason = [flow.NumReasons]uint8{
 }
 
 // appendRecord writes r in the template's layout (template.go): fixed
-// fields at constant offsets, with drops the drop fields, when sampled the
+// fields at constant offsets (the reverse counters and flags only when bi,
+// uni.go), with drops the drop fields, when sampled the
 // selectorId (the interval), when translated or denied the NAT and deny
 // fields (nat.go), when enriched the enterprise integers, then the
 // interface name, and when enriched the enterprise strings es
 // (enterprise.go).
-func appendRecord(b []byte, r *flow.Record, ti int, name string, es *[entStrings]string) []byte {
+func appendRecord(b []byte, r *flow.Record, ti int, name string, es *[entStrings]string, bi bool) []byte {
 	be := binary.BigEndian
 	b = be.AppendUint64(b, uint64(r.Start/int64(time.Millisecond)))
 	b = be.AppendUint64(b, uint64(r.End/int64(time.Millisecond)))
 	b = be.AppendUint64(b, r.Bytes)
 	b = be.AppendUint64(b, r.Packets)
-	b = be.AppendUint64(b, r.RevBytes)
-	b = be.AppendUint64(b, r.RevPackets)
+	if bi {
+		b = be.AppendUint64(b, r.RevBytes)
+		b = be.AppendUint64(b, r.RevPackets)
+	}
 	if ti&tIPv6 != 0 {
 		b = append(b, r.Key.SrcAddr[:]...)
 		b = append(b, r.Key.DstAddr[:]...)
@@ -339,15 +430,17 @@ func appendRecord(b []byte, r *flow.Record, ti int, name string, es *[entStrings
 		b = append(b, r.Key.SrcAddr[12:]...)
 		b = append(b, r.Key.DstAddr[12:]...)
 	}
-	b = be.AppendUint16(b, r.Key.SrcPort)
-	b = be.AppendUint16(b, r.Key.DstPort)
 	var icmp uint16
 	if r.Key.Proto == flow.ProtoICMP || r.Key.Proto == flow.ProtoICMPv6 {
 		icmp = uint16(r.Key.ICMPType)<<8 | uint16(r.Key.ICMPCode)
 	}
-	b = be.AppendUint16(b, icmp)
+	b = be.AppendUint16(b, icmp) // before the ports (icmpFirst, template.go)
+	b = be.AppendUint16(b, r.Key.SrcPort)
+	b = be.AppendUint16(b, r.Key.DstPort)
 	b = be.AppendUint16(b, uint16(r.TCPFlags))
-	b = be.AppendUint16(b, uint16(r.RevTCPFlags))
+	if bi {
+		b = be.AppendUint16(b, uint16(r.RevTCPFlags))
+	}
 	b = be.AppendUint16(b, r.VLAN)
 	reason := uint8(4)
 	if int(r.EndReason) < len(endReason) {

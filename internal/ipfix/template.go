@@ -144,6 +144,14 @@ func templateID(i int) uint16 {
 	return uint16(TemplateSampling + 1 + i - 8)
 }
 
+// icmpFirst: icmpTypeCode goes before the transport ports. nfdump (1.7.1
+// to 1.7.8 at least) stores icmpTypeCode and destinationTransportPort in
+// the same slot, the later in the template winning, and puts the port back
+// only for TCP and UDP: with icmpTypeCode after the ports, an SCTP (or any
+// other ported protocol's) record showed destination port 0. For ICMP
+// nfdump takes icmpTypeCode whenever it is not 0, and the port weir sends
+// for ICMP is 0, so both orders read the same there.
+
 // biflowFields is the layout of template i (the index bits above), its
 // enterprise elements under pen. Fixed-length fields come first, so each
 // sits at a constant offset; the interface name (variable) is last but
@@ -164,9 +172,9 @@ func biflowFields(i int, pen uint32) []Field {
 		{ID: IEPacketDeltaCount, Length: 8, PEN: ReversePEN},
 		{ID: srcID, Length: addrLen},
 		{ID: dstID, Length: addrLen},
+		{ID: icmpID, Length: 2}, // before the ports: see icmpFirst
 		{ID: IESourceTransportPort, Length: 2},
 		{ID: IEDestinationTransportPort, Length: 2},
-		{ID: icmpID, Length: 2},
 		{ID: IETCPControlBits, Length: 2},
 		{ID: IETCPControlBits, Length: 2, PEN: ReversePEN},
 		{ID: IEVLANID, Length: 2},
