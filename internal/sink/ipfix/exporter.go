@@ -13,14 +13,29 @@
 // Write blocks while it paces or while a stream collector applies back
 // pressure; capture puts a sink.Queue in front of each exporter, so a slow
 // or dead collector costs counted drops, never capture.
+//
+// Every record that does not reach the collector is counted as
+// undelivered by Reason (Stats.Undelivered, the metric
+// weir_export_undelivered_records_total) and said once per cause on
+// stderr: the dial or the TLS handshake failed (a TLS 1.3 collector that
+// refuses the client's certificate is caught after the handshake, stream.go),
+// the connection broke with messages its collector had not acknowledged
+// (inflight.go), the queue was full, or the exporter stopped first.
+//
+// The URL's options: ?mtu=BYTES, ?biflow=off (two unidirectional records
+// per flow, for collectors that ignore RFC 5103: ipfix.Config.Unidirectional)
+// and ?sets=one (one set per message, for vmware/go-ipfix's collector:
+// ipfix.Config.OneSet).
 package ipfix
 
 import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,6 +43,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/ipfix"
+	"github.com/weir-dev/weir/internal/sink"
 )
 
 // DefaultRate is the default UDP pace in messages per second: about 40,000
@@ -45,11 +61,18 @@ const (
 	DefaultWriteTimeout = 5 * time.Second
 	DefaultMinBackoff   = 100 * time.Millisecond
 	DefaultMaxBackoff   = 30 * time.Second
+	// DefaultConfirm is how long a new TLS 1.3 session waits for the
+	// collector to accept it (a session ticket) or refuse the client's
+	// certificate (an alert) before the first message.
+	DefaultConfirm = time.Second
+	// DefaultLinger is how long Close waits for the collector to
+	// acknowledge what was written.
+	DefaultLinger = 2 * time.Second
 )
 
 // Config configures an Exporter.
 type Config struct {
-	URL    string  // ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT, optionally ?mtu=BYTES
+	URL    string  // ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT, optionally ?mtu=BYTES&biflow=off&sets=one (ParseURL)
 	MTU    int     // largest message (default ipfix.DefaultMTU; the URL's mtu wins)
 	Rate   float64 // UDP messages per second (0: DefaultRate; <0: unpaced)
 	Domain uint32  // observation domain id
@@ -65,6 +88,11 @@ type Config struct {
 	// WriteTimeout closes the connection: a half-written message would
 	// corrupt the stream.
 	DialTimeout, WriteTimeout, MinBackoff, MaxBackoff time.Duration
+	// Confirm and Linger: see DefaultConfirm and DefaultLinger (0: those).
+	Confirm, Linger time.Duration
+	// Log is where the causes of undelivered records are said, once
+	// each (nil: os.Stderr).
+	Log io.Writer
 }
 
 // Stats are an Exporter's counters.
@@ -73,8 +101,9 @@ type Stats struct {
 	// SendErrors counts UDP messages the socket refused (collector down,
 	// buffer full) and stream writes that failed.
 	SendErrors uint64
-	// DroppedRecords counts records not sent: refused or failed messages,
-	// and messages built while a stream collector was unreachable.
+	// Undelivered counts the records that did not reach the collector, by
+	// Reason; DroppedRecords is their sum.
+	Undelivered    [NumReasons]uint64
 	DroppedRecords uint64
 	// Connects counts stream connections established (the first and every
 	// reconnect); DialErrors counts failed attempts.
@@ -90,60 +119,95 @@ type Stats struct {
 type Exporter struct {
 	cfg   Config
 	url   string
+	udp   bool
 	tr    transport
+	warn  warner
+	queue *sink.Queue // in front of the exporter, for ReasonQueueFull (CountQueue)
 	enc   *ipfix.Encoder
 	gap   time.Duration // between UDP messages at the configured rate
 	next  time.Time     // earliest time for the next UDP message
 	sleep func(time.Duration)
 	now   func() time.Time
 	stats struct {
-		records, messages, bytes, errs, dropped, connects, dialErrs, cut atomic.Uint64
-		connected                                                        atomic.Bool
+		records, messages, bytes, errs, connects, dialErrs, cut atomic.Uint64
+		undelivered                                             [NumReasons]atomic.Uint64
+		connected                                               atomic.Bool
 	}
 }
 
 // ErrScheme is returned for export URLs weir cannot send to.
 var ErrScheme = errors.New("ipfix: unsupported export URL")
 
-// ParseURL splits an export URL into its transport ("udp", "tcp" or "tls")
-// and HOST:PORT, and returns the message size its "?mtu=N" asks for (0:
-// not given).
-func ParseURL(s string) (network, hostport string, mtu int, err error) {
-	const want = "want ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT[?mtu=BYTES]"
+// Dest is what an export URL says.
+type Dest struct {
+	Network string // "udp", "tcp" or "tls"
+	Host    string // HOST:PORT
+	MTU     int    // ?mtu=BYTES (0: not given)
+	// Unidirectional: ?biflow=off (ipfix.Config.Unidirectional).
+	Unidirectional bool
+	// OneSet: ?sets=one (ipfix.Config.OneSet).
+	OneSet bool
+}
+
+// ParseURL reads an export URL: ipfix+udp://, ipfix+tcp:// or
+// ipfix+tls://HOST:PORT, with the options ?mtu=BYTES, ?biflow=on|off and
+// ?sets=many|one.
+func ParseURL(s string) (Dest, error) {
+	const want = "want ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT[?mtu=BYTES&biflow=off&sets=one]"
+	var d Dest
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || u.Port() == "" || strings.Trim(u.Path, "/") != "" {
-		return "", "", 0, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+		return d, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
 	}
 	q := u.Query()
-	if m := q.Get("mtu"); m != "" {
-		if mtu, err = strconv.Atoi(m); err != nil || mtu <= 0 {
-			return "", "", 0, fmt.Errorf("%w %q: mtu must be a positive number of bytes", ErrScheme, s)
+	for k, v := range q {
+		if len(v) != 1 {
+			return d, fmt.Errorf("%w %q: %s given %d times", ErrScheme, s, k, len(v))
 		}
-		q.Del("mtu")
-	}
-	if len(q) > 0 {
-		return "", "", 0, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+		switch k {
+		case "mtu":
+			if d.MTU, err = strconv.Atoi(v[0]); err != nil || d.MTU <= 0 {
+				return d, fmt.Errorf("%w %q: mtu must be a positive number of bytes", ErrScheme, s)
+			}
+		case "biflow":
+			if v[0] != "on" && v[0] != "off" {
+				return d, fmt.Errorf("%w %q: biflow is on (RFC 5103 biflows, the default) or off (two unidirectional records per flow)", ErrScheme, s)
+			}
+			d.Unidirectional = v[0] == "off"
+		case "sets":
+			if v[0] != "many" && v[0] != "one" {
+				return d, fmt.Errorf("%w %q: sets is many (the default) or one (one set per message, for vmware/go-ipfix)", ErrScheme, s)
+			}
+			d.OneSet = v[0] == "one"
+		default:
+			return d, fmt.Errorf("%w %q: unknown option %q: %s", ErrScheme, s, k, want)
+		}
 	}
 	network, ok := strings.CutPrefix(u.Scheme, "ipfix+")
 	if !ok || (network != "udp" && network != "tcp" && network != "tls") {
-		return "", "", 0, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
+		return d, fmt.Errorf("%w %q: %s", ErrScheme, s, want)
 	}
-	return network, u.Host, mtu, nil
+	d.Network, d.Host = network, u.Host
+	return d, nil
 }
 
 // New prepares an exporter. A UDP socket is opened at once (no packet is
 // sent until records come); a stream collector is dialled on the first
 // write, so a collector that is down at start costs drops, not startup.
 func New(cfg Config) (*Exporter, error) {
-	network, host, mtu, err := ParseURL(cfg.URL)
+	dst, err := ParseURL(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
-	if mtu != 0 {
-		cfg.MTU = mtu
+	network, host := dst.Network, dst.Host
+	if dst.MTU != 0 {
+		cfg.MTU = dst.MTU
 	}
-	x := &Exporter{cfg: cfg, url: cfg.URL, sleep: time.Sleep, now: time.Now}
-	icfg := ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU, PEN: cfg.PEN}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	x := &Exporter{cfg: cfg, url: cfg.URL, sleep: time.Sleep, now: time.Now, warn: warner{w: cfg.Log}}
+	icfg := ipfix.Config{Domain: cfg.Domain, MTU: cfg.MTU, PEN: cfg.PEN, Unidirectional: dst.Unidirectional, OneSet: dst.OneSet}
 	switch network {
 	case "udp":
 		if cfg.MTU > MaxUDPMTU {
@@ -157,7 +221,7 @@ func New(cfg Config) (*Exporter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)
 		}
-		x.tr = &udpTransport{conn: conn}
+		x.tr, x.udp = &udpTransport{x: x, conn: conn}, true
 		x.stats.connected.Store(true)
 		switch {
 		case cfg.Rate == 0:
@@ -169,9 +233,10 @@ func New(cfg Config) (*Exporter, error) {
 		// A stream keeps its templates for the session (RFC 7011 8.1): no
 		// refresh; a new connection sends them again (Encoder.Reset).
 		icfg.RefreshMessages, icfg.RefreshInterval = -1, -1
-		st := &streamTransport{x: x, network: network, addr: host,
+		st := &streamTransport{x: x, addr: host,
 			dialTimeout: orDefault(cfg.DialTimeout, DefaultDialTimeout), writeTimeout: orDefault(cfg.WriteTimeout, DefaultWriteTimeout),
-			minBackoff: orDefault(cfg.MinBackoff, DefaultMinBackoff), maxBackoff: orDefault(cfg.MaxBackoff, DefaultMaxBackoff)}
+			minBackoff: orDefault(cfg.MinBackoff, DefaultMinBackoff), maxBackoff: orDefault(cfg.MaxBackoff, DefaultMaxBackoff),
+			confirm: orDefault(cfg.Confirm, DefaultConfirm), linger: orDefault(cfg.Linger, DefaultLinger)}
 		if network == "tls" {
 			st.tls = cfg.TLS
 			if st.tls == nil {
@@ -202,8 +267,9 @@ func orDefault(d, def time.Duration) time.Duration {
 // URL returns the destination the exporter was made for.
 func (x *Exporter) URL() string { return x.url }
 
-// send paces and sends one message. A refused send is counted, not
-// returned: a collector that is down must not stop capture.
+// send paces and sends one message. A refused send is counted (by the
+// transport, with the flow records it held), not returned: a collector
+// that is down must not stop capture.
 func (x *Exporter) send(msg []byte) error {
 	if x.gap > 0 {
 		now := x.now()
@@ -212,10 +278,9 @@ func (x *Exporter) send(msg []byte) error {
 		}
 		x.next = maxTime(x.next, now.Add(-10*x.gap)).Add(x.gap) // a short idle allows a burst of at most 10
 	}
-	if err := x.tr.write(msg); err != nil {
-		// The flow records in msg (its sequence number counts options
-		// data records too).
-		x.stats.dropped.Add(uint64(x.enc.Flows()))
+	// The flow records in msg (its sequence number counts options data
+	// records too).
+	if err := x.tr.write(msg, x.enc.Flows()); err != nil {
 		if !errors.Is(err, errDown) {
 			x.stats.errs.Add(1)
 		}
@@ -247,7 +312,21 @@ func (x *Exporter) Write(recs []flow.Record) error {
 	return x.enc.Flush()
 }
 
-// Close flushes and closes the connection.
+// lose counts n records undelivered for reason r.
+func (x *Exporter) lose(r Reason, n uint64) {
+	if n > 0 {
+		x.stats.undelivered[r].Add(n)
+	}
+}
+
+// CountQueue makes the records q (the queue in front of the exporter)
+// drops count as undelivered, ReasonQueueFull. Call it before the first
+// Stats.
+func (x *Exporter) CountQueue(q *sink.Queue) { x.queue = q }
+
+// Close flushes, waits up to Config.Linger for a stream collector to
+// acknowledge what was written (ReasonShutdown counts what it did not),
+// and closes the connection.
 func (x *Exporter) Close() error {
 	err := x.enc.Flush()
 	x.tr.close()
@@ -257,8 +336,26 @@ func (x *Exporter) Close() error {
 
 // Stats returns the counters.
 func (x *Exporter) Stats() Stats {
-	return Stats{Records: x.stats.records.Load(), Messages: x.stats.messages.Load(),
-		Bytes: x.stats.bytes.Load(), SendErrors: x.stats.errs.Load(), DroppedRecords: x.stats.dropped.Load(),
+	st := Stats{Records: x.stats.records.Load(), Messages: x.stats.messages.Load(),
+		Bytes: x.stats.bytes.Load(), SendErrors: x.stats.errs.Load(),
 		Connects: x.stats.connects.Load(), DialErrors: x.stats.dialErrs.Load(), Connected: x.stats.connected.Load(),
 		CutStrings: x.stats.cut.Load()}
+	for r := range st.Undelivered {
+		st.Undelivered[r] = x.stats.undelivered[r].Load()
+	}
+	if x.queue != nil {
+		st.Undelivered[ReasonQueueFull] = x.queue.Stats().Dropped
+	}
+	for _, n := range st.Undelivered {
+		st.DroppedRecords += n
+	}
+	return st
+}
+
+// Reasons are the reasons this exporter's transport can have.
+func (x *Exporter) Reasons() []Reason {
+	if x.udp {
+		return udpReasons
+	}
+	return streamReasons
 }

@@ -7,7 +7,7 @@ var (
 	mRecords  = counter("weir_export_records_total", "Records encoded for an IPFIX destination.")
 	mMessages = counter("weir_export_messages_total", "IPFIX messages sent to a destination.")
 	mBytes    = counter("weir_export_bytes_total", "IPFIX message bytes sent to a destination.")
-	mDropped  = counter("weir_export_dropped_records_total", "Records not delivered: messages the socket refused, failed stream writes, or built while the collector was unreachable.")
+	mUndeliv  = &metrics.Desc{Name: "weir_export_undelivered_records_total", Help: "Records that did not reach the destination, by reason (docs/metrics.md).", Type: metrics.Counter, Labels: []string{"destination", "reason"}}
 	mErrors   = counter("weir_export_send_errors_total", "Messages the transport refused or failed to write.")
 	mConnects = counter("weir_export_connects_total", "Stream (TCP/TLS) connections established, reconnects included.")
 	mDialErrs = counter("weir_export_dial_errors_total", "Failed stream connection attempts.")
@@ -27,7 +27,7 @@ func Collector(xs ...*Exporter) metrics.Collector { return &collector{xs} }
 
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mRecords, mMessages, mBytes, mDropped, mErrors, mConnects, mDialErrs, mCut, mUp}
+	return []*metrics.Desc{mRecords, mMessages, mBytes, mUndeliv, mErrors, mConnects, mDialErrs, mCut, mUp}
 }
 
 // Collect writes each exporter's counters.
@@ -42,9 +42,12 @@ func (c *collector) Collect(w *metrics.Writer) {
 			d *metrics.Desc
 			v float64
 		}{{mRecords, float64(st.Records)}, {mMessages, float64(st.Messages)}, {mBytes, float64(st.Bytes)},
-			{mDropped, float64(st.DroppedRecords)}, {mErrors, float64(st.SendErrors)},
+			{mErrors, float64(st.SendErrors)},
 			{mConnects, float64(st.Connects)}, {mDialErrs, float64(st.DialErrors)}, {mCut, float64(st.CutStrings)}, {mUp, up}} {
 			w.Sample(s.d, s.v, x.url)
+		}
+		for _, r := range x.Reasons() {
+			w.Sample(mUndeliv, float64(st.Undelivered[r]), x.url, r.String())
 		}
 	}
 }

@@ -132,7 +132,7 @@ func TestTCPReconnect(t *testing.T) {
 	c.mu.Lock()
 	c.conns[0].Close()
 	c.mu.Unlock()
-	waitFor(t, "the exporter to see the close", func() bool { return x.tr.(*streamTransport).closed.Load() })
+	waitFor(t, "the exporter to see the close", func() bool { return x.tr.(*streamTransport).c.dead.Load() })
 	for i := 500; i < 1000; i += 50 {
 		x.Write(recs[i : i+50])
 		time.Sleep(2 * time.Millisecond) // past the backoff: the second batch reconnects
