@@ -138,6 +138,7 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
 	var ue errUsage
+	o.sinks.stderr = stderr
 	switch err := o.sinks.open(stdout_); {
 	case errors.As(err, &ue):
 		return fail("%v", err)

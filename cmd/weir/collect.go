@@ -95,6 +95,7 @@ fatal.`, collectExamples)
 		cfg.TLS = t
 	}
 	var ue errUsage
+	o.sinks.stderr = stderr
 	switch err := o.sinks.open(stdout_); {
 	case errors.As(err, &ue):
 		return fail("%v", err)

@@ -219,13 +219,14 @@ func TestCaptureExport(t *testing.T) {
 	if _, err := fmt.Sscanf(errs[strings.Index(errs, "export: "):], "export: %d records in %d IPFIX messages", &recs, &sent); err != nil {
 		t.Fatalf("no export line: %v\n%s", err, errs)
 	}
-	fmt.Sscanf(errs[strings.Index(errs, "; ")+2:], "%d records dropped", &refused)
+	fmt.Sscanf(errs[strings.Index(errs, "; ")+2:], "%d records undelivered", &refused)
 	if recs != 500 || sent != msgs || sent < 2 || refused != 0 {
-		t.Errorf("stats say %d records in %d messages, %d dropped; the collector got %d messages", recs, sent, refused, msgs)
+		t.Errorf("stats say %d records in %d messages, %d undelivered; the collector got %d messages", recs, sent, refused, msgs)
 	}
 	// Port 1 on loopback: nothing listens, the dial is refused at once.
 	code, _, errs = runCLI("capture", "--synthetic", "flows=50", "-o", "none", "--stats", "--export", "ipfix+tcp://127.0.0.1:1")
-	if code != exitOK || !strings.Contains(errs, "to ipfix+tcp://127.0.0.1:1; 50 records dropped, 0 send errors, 0 connects, ") || !strings.Contains(errs, " failed dials") {
+	if code != exitOK || !strings.Contains(errs, "to ipfix+tcp://127.0.0.1:1; 50 records undelivered (dial_failed 50), 0 send errors, 0 connects, ") ||
+		!strings.Contains(errs, " failed dials") || strings.Count(errs, "weir: export to ipfix+tcp://127.0.0.1:1: cannot connect") != 1 {
 		t.Errorf("tcp export to a closed port: exit %d, %s", code, errs)
 	}
 	if code, _, errs := runCLI("capture", "--synthetic", "flows=5", "-o", "none", "--export", "ipfix+sctp://127.0.0.1:1"); code != exitUsage || !strings.Contains(errs, "ipfix+tls://") {

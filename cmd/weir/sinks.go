@@ -32,11 +32,14 @@ type sinkOpts struct {
 	main      sink.Sink // stdout and store
 
 	enrich enrichOpts // --enrich: records are labelled before the fan-out (sync, queued)
+
+	stderr io.Writer // where exporters say why records are undelivered (nil: os.Stderr)
 }
 
 func (o *sinkOpts) flags(fs *flag.FlagSet) {
 	o.store.flags(fs)
-	fs.Var(&o.export, "export", "also send every record as IPFIX to `url`: ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT; repeatable")
+	fs.Var(&o.export, "export", "also send every record as IPFIX to `url`: ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT, options ?mtu=BYTES, "+
+		"?biflow=off (two unidirectional records per flow, for GoFlow2 and nfacctd), ?sets=one (one set per message, for vmware/go-ipfix); repeatable")
 	fs.Float64Var(&o.exportRate, "export-rate", ipfixsink.DefaultRate, "IPFIX messages per second per UDP --export destination (paced so a burst does not overflow the collector; 0: unpaced)")
 	fs.StringVar(&o.exportCA, "export-ca", "", "PEM `file` of the CA that signed ipfix+tls:// collectors' certificates (default: the system roots)")
 	fs.StringVar(&o.exportCert, "export-cert", "", "PEM `file` of the client certificate for ipfix+tls:// (mutual TLS; with --export-key)")
@@ -85,7 +88,7 @@ func (o *sinkOpts) open(stdout_ io.Writer) error {
 		if rate == 0 {
 			rate = -1 // unpaced
 		}
-		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate, TLS: tlsCfg, PEN: uint32(o.ipfixPEN)})
+		x, err := ipfixsink.New(ipfixsink.Config{URL: u, Rate: rate, TLS: tlsCfg, PEN: uint32(o.ipfixPEN), Log: o.stderr})
 		if err != nil {
 			o.close()
 			if errors.Is(err, ipfixsink.ErrScheme) {
@@ -114,7 +117,9 @@ func (o *sinkOpts) sync() sink.Sink {
 func (o *sinkOpts) queued(depth int) (sink.Sink, []*sink.Queue) {
 	qs := []*sink.Queue{sink.NewQueue(o.output, o.main, depth, 1024)}
 	for _, x := range o.exporters {
-		qs = append(qs, sink.NewQueue("export "+x.URL(), x, depth, 1024))
+		q := sink.NewQueue("export "+x.URL(), x, depth, 1024)
+		x.CountQueue(q) // its drops are the destination's undelivered records too
+		qs = append(qs, q)
 	}
 	all := make(sink.Multi, len(qs))
 	for i, q := range qs {
@@ -156,8 +161,19 @@ func (o *sinkOpts) printStats(w io.Writer) {
 	}
 	for _, x := range o.exporters {
 		st := x.Stats()
-		fmt.Fprintf(w, "export: %d records in %d IPFIX messages (%s) to %s; %d records dropped, %d send errors",
-			st.Records, st.Messages, stdout.Bytes(st.Bytes), x.URL(), st.DroppedRecords, st.SendErrors)
+		fmt.Fprintf(w, "export: %d records in %d IPFIX messages (%s) to %s; %d records undelivered",
+			st.Records, st.Messages, stdout.Bytes(st.Bytes), x.URL(), st.DroppedRecords)
+		sep := " ("
+		for _, r := range x.Reasons() {
+			if n := st.Undelivered[r]; n > 0 {
+				fmt.Fprintf(w, "%s%s %d", sep, r, n)
+				sep = ", "
+			}
+		}
+		if sep == ", " {
+			fmt.Fprint(w, ")")
+		}
+		fmt.Fprintf(w, ", %d send errors", st.SendErrors)
 		if st.Connects+st.DialErrors > 0 {
 			fmt.Fprintf(w, ", %d connects, %d failed dials", st.Connects, st.DialErrors)
 		}
