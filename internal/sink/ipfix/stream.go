@@ -194,14 +194,16 @@ func isAlert(err error) bool {
 
 // broken counts what a broken connection lost (the unacknowledged
 // messages; every message of a TLS session the collector rejected), resets
-// it and schedules the reconnect.
+// it and schedules the reconnect: at once when the collector closed it (a
+// restarted collector costs no batch; the backoff applies from the next
+// failure), after the backoff when a write failed (a stalled collector
+// would stall the next connection too).
 func (s *streamTransport) broken(r Reason, err error) {
 	c := s.c
 	if c.isTLS && !c.confirmed && isAlert(c.readErr()) {
 		// TLS 1.3: the collector refused the client's certificate after
 		// the handshake, and with it everything written since.
 		r, err = ReasonTLSHandshake, c.readErr()
-		c.flight.acked(0)
 		s.x.lose(r, c.flight.pending())
 	} else {
 		s.x.lose(r, c.unackedFlows())
@@ -209,7 +211,10 @@ func (s *streamTransport) broken(r Reason, err error) {
 	c.abort()
 	s.c = nil
 	s.x.stats.connected.Store(false)
-	s.failed(r, err, "reconnecting with backoff")
+	s.failed(r, err, "reconnecting")
+	if r == ReasonConnectionLost {
+		s.retry = s.x.now()
+	}
 }
 
 // failed records a failure of cause r and schedules the next attempt.

@@ -88,6 +88,19 @@ func (c *streamCollector) read(t *testing.T, id int, conn net.Conn) {
 	}
 }
 
+// stop closes the listener and every connection (so that a test that
+// failed before its exporter closed does not wait for it) and waits for
+// the readers.
+func (c *streamCollector) stop(l net.Listener) {
+	l.Close()
+	c.mu.Lock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
 // received returns the records seen so far and the messages.
 func (c *streamCollector) received() (int, []streamMsg) {
 	c.mu.Lock()
@@ -119,7 +132,7 @@ func TestTCPReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := collectStream(t, l)
-	defer func() { l.Close(); c.wg.Wait() }()
+	defer c.stop(l)
 	x, err := New(Config{URL: "ipfix+tcp://" + l.Addr().String(), MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +242,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := collectStream(t, l)
-	defer func() { l.Close(); c.wg.Wait() }()
+	defer c.stop(l)
 
 	cfg, err := TLSConfig(caFile, cliCert, cliKey)
 	if err != nil {
