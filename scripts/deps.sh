@@ -30,6 +30,7 @@ declare -A pkg_for=(
   [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
   [nfcapd]=nfdump          # IPFIX interop: nfdump's collector reads weir's export
   [softflowd]=softflowd    # IPFIX interop: weir's collector reads a real exporter
+  [nfacctd]=pmacct         # IPFIX interop: a collector that ignores RFC 5103 reverse elements (--export ?biflow=off)
   [nft]=nftables           # firewall rules that drop packets in test hosts (eBPF drop attribution)
   [conntrack]=conntrack     # independent listing of the conntrack table (internal/source/conntrack tests)
   [iperf3]=iperf3          # weir bench --calibrate: TCP stream reference beside weir's driver

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-dev/weir/internal/craft"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/testbed"
@@ -323,18 +322,7 @@ func TestNfdumpNAT(t *testing.T) {
 // responders' packets too, which a collector that ignores RFC 5103
 // elements misses in biflows (GoFlow2, nfacctd).
 func TestNfdumpUnidirectional(t *testing.T) {
-	_, truth := craft.Scenario(1)
-	recs := make([]flow.Record, len(truth))
-	var packets, bytes, want uint64
-	for i, tr := range truth {
-		recs[i] = flow.Record{Key: tr.Key, Packets: tr.Packets, Bytes: tr.Bytes, RevPackets: tr.RevPackets, RevBytes: tr.RevBytes,
-			TCPFlags: tr.TCPFlags, RevTCPFlags: tr.RevTCPFlags, Start: tr.First, End: tr.Last, EndReason: tr.EndReason, Iface: tr.Iface, VLAN: tr.VLAN}
-		packets, bytes = packets+tr.Packets+tr.RevPackets, bytes+tr.Bytes+tr.RevBytes
-		want++
-		if tr.Packets > 0 && tr.RevPackets > 0 {
-			want++
-		}
-	}
+	recs, packets, bytes, _, want := scenarioRecords()
 	if want == uint64(len(recs)) {
 		t.Fatal("no flow has packets both ways: the test shows nothing")
 	}

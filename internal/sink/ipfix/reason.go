@@ -109,6 +109,8 @@ func (r Reason) phrase() string {
 		return "the collector closed the connection"
 	case ReasonWriteFailed:
 		return "write failed (a stalled collector?)"
+	case ReasonSendFailed:
+		return "the socket refused a message (is the collector listening?)"
 	case ReasonShutdown:
 		return "records not acknowledged at shutdown"
 	}
