@@ -122,7 +122,7 @@ type Exporter struct {
 	udp   bool
 	tr    transport
 	warn  warner
-	queue *sink.Queue // in front of the exporter, for ReasonQueueFull (CountQueue)
+	queue atomic.Pointer[sink.Queue] // in front of the exporter, for ReasonQueueFull (CountQueue)
 	enc   *ipfix.Encoder
 	gap   time.Duration // between UDP messages at the configured rate
 	next  time.Time     // earliest time for the next UDP message
@@ -320,9 +320,8 @@ func (x *Exporter) lose(r Reason, n uint64) {
 }
 
 // CountQueue makes the records q (the queue in front of the exporter)
-// drops count as undelivered, ReasonQueueFull. Call it before the first
-// Stats.
-func (x *Exporter) CountQueue(q *sink.Queue) { x.queue = q }
+// drops count as undelivered, ReasonQueueFull.
+func (x *Exporter) CountQueue(q *sink.Queue) { x.queue.Store(q) }
 
 // Close flushes, waits up to Config.Linger for a stream collector to
 // acknowledge what was written (ReasonShutdown counts what it did not),
@@ -343,8 +342,8 @@ func (x *Exporter) Stats() Stats {
 	for r := range st.Undelivered {
 		st.Undelivered[r] = x.stats.undelivered[r].Load()
 	}
-	if x.queue != nil {
-		st.Undelivered[ReasonQueueFull] = x.queue.Stats().Dropped
+	if q := x.queue.Load(); q != nil {
+		st.Undelivered[ReasonQueueFull] = q.Stats().Dropped
 	}
 	for _, n := range st.Undelivered {
 		st.DroppedRecords += n
