@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
+	"errors"
 	"net"
 	"os"
 	"strings"
@@ -330,4 +331,58 @@ func TestUndeliveredDrained(t *testing.T) {
 		t.Errorf("stderr %q", s)
 	}
 	t.Logf("second batch: %d undelivered", lost)
+}
+
+// TestUndeliveredTLSLate: a TLS 1.3 collector that takes longer than the
+// exporter's Confirm to refuse the client's certificate: the exporter has
+// written records by then, and the collector's kernel acknowledged them,
+// but the collector never accepted the session: every one counts as
+// undelivered, tls_handshake.
+func TestUndeliveredTLSLate(t *testing.T) {
+	pki := testpki.Write(t, t.TempDir())
+	kp, err := tls.LoadX509KeyPair(pki.ServerCert, pki.ServerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan struct{})
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS13,
+		ClientAuth: tls.RequireAnyClientCert,
+		VerifyPeerCertificate: func([][]byte, [][]*x509.Certificate) error {
+			<-refused // until the exporter has written
+			return errors.New("not this client")
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := collectStream(t, l)
+	defer c.stop(l)
+	cfg, err := TLSConfig(pki.CA, pki.ClientCert, pki.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log testbed.SyncBuffer
+	x, err := New(Config{URL: "ipfix+tls://" + l.Addr().String(), TLS: cfg, Log: &log, Confirm: 50 * time.Millisecond, MinBackoff: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(300)
+	for i := 0; i < 300; i += 100 {
+		x.Write(recs[i : i+100])
+	}
+	if st := x.Stats(); st.Connects != 1 || st.DroppedRecords != 0 {
+		t.Fatalf("stats %+v: want the records written into an unconfirmed session", st)
+	}
+	close(refused)
+	waitFor(t, "the exporter to see the refusal", func() bool { return x.tr.(*streamTransport).c.dead.Load() })
+	x.Close()
+	st := x.Stats()
+	if st.Undelivered[ReasonTLSHandshake] != 300 || st.DroppedRecords != 300 {
+		t.Errorf("stats %+v: want the 300 records undelivered, tls_handshake", st)
+	}
+	if n, _ := c.received(); n != 0 {
+		t.Errorf("the collector received %d records", n)
+	}
+	if s := log.String(); !strings.Contains(s, "TLS handshake failed") || !strings.Contains(s, "not this client") && !strings.Contains(s, "bad certificate") {
+		t.Errorf("stderr %q", s)
+	}
 }
