@@ -123,10 +123,10 @@ func New(cfg Config, out sink.Sink) (*Collector, error) {
 	}
 	c := &Collector{cfg: cfg, out: out, workers: map[*worker]struct{}{}, gaps: map[netip.Addr]uint64{}}
 	onGap := cfg.Decoder.OnGap
-	c.cfg.Decoder.OnGap = func(exporter netip.AddrPort, domain uint32) {
+	c.cfg.Decoder.OnGap = func(exporter netip.AddrPort, domain uint32, lost ipfix.Loss) {
 		c.gap(exporter.Addr())
 		if onGap != nil {
-			onGap(exporter, domain)
+			onGap(exporter, domain, lost)
 		}
 	}
 	c.names.max = int64(cfg.MaxIfaces)

@@ -16,7 +16,11 @@ const (
 	// forgotten (RFC 7011 8.4 leaves the lifetime to the collector; several
 	// refresh intervals of common exporters).
 	DefaultTemplateTimeout = 30 * time.Minute
-	DefaultMaxSessions     = 4096 // exporter and domain pairs
+	// DefaultDatalessTimeout: a UDP session that sent no flow record for
+	// this long after it began is forgotten, with its templates (a real
+	// exporter sends data within seconds; a flood of templates does not).
+	DefaultDatalessTimeout = 3 * time.Minute
+	DefaultMaxSessions     = 4096 // exporter and domain pairs per decoder
 	DefaultMaxTemplates    = 512  // per session
 	// MaxFields bounds a template's fields: every field costs at least 4
 	// bytes of template, so no real message needs more.
@@ -31,13 +35,32 @@ const (
 // DecoderConfig configures a Decoder.
 type DecoderConfig struct {
 	TemplateTimeout time.Duration // default DefaultTemplateTimeout
-	MaxSessions     int           // default DefaultMaxSessions
-	MaxTemplates    int           // per session; default DefaultMaxTemplates
-	Now             func() time.Time
-	// OnGap, if set, is called for each sequence gap with the session's
-	// exporter and observation domain, from the goroutine calling Decode
-	// (gaps are rare: this is how they are told apart by exporter).
-	OnGap func(exporter netip.AddrPort, domain uint32)
+	// DatalessTimeout forgets a session that sent no flow record for this
+	// long after it began (default DefaultDatalessTimeout; negative:
+	// never).
+	DatalessTimeout time.Duration
+	// Stream: the messages come over one TCP or TLS connection, whose
+	// templates and sessions live as long as it (RFC 7011 8): nothing
+	// expires.
+	Stream       bool
+	MaxSessions  int // per decoder; default DefaultMaxSessions
+	MaxTemplates int // per session; default DefaultMaxTemplates
+	// Budget bounds the template state this decoder holds together with
+	// the others that share it, and per exporter address; nil: a budget
+	// of the decoder's own, with the defaults.
+	Budget *Budget
+	// MaxClockSkew, when positive, gives records whose times lie further
+	// than this from the receive time (or that have none) the receive
+	// time, keeping their duration when it is from 0 to MaxClockSkew;
+	// counted in DecodeStats.ClockSkew and NoTime. 0 keeps times as sent.
+	MaxClockSkew time.Duration
+	Now          func() time.Time
+	// OnGap, if set, is called for each message whose sequence number
+	// was not the expected one, with the session's exporter and
+	// observation domain and what the jump says was lost (nothing for a
+	// late message or a reset), from the goroutine calling Decode (gaps
+	// are rare: this is how they are told apart by exporter).
+	OnGap func(exporter netip.AddrPort, domain uint32, lost Loss)
 	// PEN is the Private Enterprise Number under which weir's enterprise
 	// elements (workloads, service, rule, conntrack mark and zone;
 	// enterprise.go) are read; 0: they are skipped, as every other
@@ -63,6 +86,8 @@ const (
 	ErrTooManySelectors                      // a session's bound of sampling selectors was reached: the new one is ignored
 	ErrUnknownSelector                       // a record names a selector no options data announced: its sampling is unknown
 	ErrBadEnterpriseField                    // one of weir's enterprise elements (DecoderConfig.PEN) at a length or with a value weir never sends: skipped
+	ErrExporterLimit                         // the exporter is over its limits (ExporterLimits) and has no other session to give up
+	ErrTemplateBudget                        // the Budget is full: the session, template or string was refused
 	numDecodeErrors
 )
 
@@ -71,7 +96,7 @@ const NumDecodeErrors = int(numDecodeErrors)
 
 var decodeErrorNames = [numDecodeErrors]string{"short_header", "bad_version", "bad_length", "bad_set_length",
 	"unknown_template", "bad_template", "too_many_templates", "too_many_sessions", "bad_field_length", "bad_count",
-	"too_many_selectors", "unknown_selector", "bad_enterprise_field"}
+	"too_many_selectors", "unknown_selector", "bad_enterprise_field", "exporter_limit", "template_budget"}
 
 // String returns the error's metric label.
 func (e DecodeError) String() string {
@@ -105,17 +130,41 @@ type DecodeStats struct {
 	Withdrawals    uint64    // templates withdrawn
 	Expired        uint64    // templates forgotten for want of refresh
 	TemplatesLive  uint64    // templates held now
-	SequenceGaps   uint64    // messages whose sequence number was not the expected one
-	SkippedSets    uint64    // data sets skipped (unknown template)
+	SessionsLive   uint64    // sessions held now
+	StateBytes     uint64    // bytes of template state held now (charged to the Budget)
+	// SequenceGaps counts messages whose sequence number was not the
+	// expected one: a loss, a late (or repeated) message or a reset.
+	SequenceGaps uint64
+	// LostRecords are the data records the sequence numbers of IPFIX and
+	// NetFlow v5 say were lost; NetFlow v9 numbers export packets, so its
+	// losses are LostPackets. A jump of more than 2^24 is a reset
+	// (SeqResets: the exporter restarted), not a loss.
+	LostRecords, LostPackets uint64
+	// SeqReorders counts messages that came late (their number was
+	// behind the expected one, within 2^24); LateRecords their records,
+	// which the jump ahead before them counted as lost.
+	SeqReorders, LateRecords, SeqResets uint64
+	SkippedSets                         uint64 // data sets skipped (unknown template)
 	// InternFull counts the times a session's table of interned
 	// enterprise values (workloads, services, rules) was full and was
 	// emptied to take a new one.
 	InternFull uint64
-	Errors     [NumDecodeErrors]uint64
+	// ClockSkew counts records whose times lay further than
+	// DecoderConfig.MaxClockSkew from the receive time, NoTime those
+	// without a time: both got the receive time.
+	ClockSkew, NoTime uint64
+	// NamesSanitised counts interface names (distinct per session) that
+	// were not printable UTF-8 of at most 64 bytes: invalid bytes and
+	// unprintable runes were replaced, the name cut. NamesRefused counts
+	// records whose name could not be interned (the session's 256 names,
+	// the exporter's or the budget's bounds): they carry flow.OtherIface.
+	NamesSanitised, NamesRefused uint64
+	Evicted                      [NumEvictReasons]uint64 // sessions forgotten, by reason
+	Errors                       [NumDecodeErrors]uint64
 }
 
-// Add adds o's counters to s (TemplatesLive too: live templates of
-// several decoders add up).
+// Add adds o's counters to s (the gauges too: live templates, sessions
+// and bytes of several decoders add up).
 func (s *DecodeStats) Add(o *DecodeStats) {
 	for i := range s.Messages {
 		s.Messages[i] += o.Messages[i]
@@ -126,65 +175,57 @@ func (s *DecodeStats) Add(o *DecodeStats) {
 	s.Withdrawals += o.Withdrawals
 	s.Expired += o.Expired
 	s.TemplatesLive += o.TemplatesLive
+	s.SessionsLive += o.SessionsLive
+	s.StateBytes += o.StateBytes
 	s.SequenceGaps += o.SequenceGaps
+	s.LostRecords += o.LostRecords
+	s.LostPackets += o.LostPackets
+	s.SeqReorders += o.SeqReorders
+	s.LateRecords += o.LateRecords
+	s.SeqResets += o.SeqResets
 	s.SkippedSets += o.SkippedSets
 	s.InternFull += o.InternFull
+	s.ClockSkew += o.ClockSkew
+	s.NoTime += o.NoTime
+	s.NamesSanitised += o.NamesSanitised
+	s.NamesRefused += o.NamesRefused
+	for i := range s.Evicted {
+		s.Evicted[i] += o.Evicted[i]
+	}
 	for i := range s.Errors {
 		s.Errors[i] += o.Errors[i]
 	}
 }
 
-// sessionKey is a template scope: RFC 7011 scopes templates to the
-// transport session and observation domain; for UDP the session is the
-// exporter's address and port.
-type sessionKey struct {
-	from    netip.AddrPort
-	domain  uint32
-	version uint16
-}
-
-type session struct {
-	key       sessionKey
-	seen      time.Time // last message
-	templates map[uint16]*template
-	nextSeq   uint32 // NetFlow: expected sequence number of the next message
-	lastSeq   uint32 // IPFIX: the last message's sequence number,
-	lastN     uint32 // its data records
-	lastFlows uint32 // and of them flow records
-	seqKnown  bool   // the last message can be checked against
-	seqRules  seqRules
-	names     map[string]string
-	sampling  uint32            // 1-in-N of records that name no selector: options data without one, or the v5 header
-	selectors map[uint64]uint32 // selectorId → 1-in-N, from options data (at most maxSelectors)
-	lastSel   uint64            // the selector last looked up
-	lastSelN  uint32            // and its interval (0: none)
-	sysInit   int64             // systemInitTimeMilliseconds from options data, Unix ms
-	expiry    time.Time         // next time expire looks at the templates
-	lastName  string            // the last interface name: records come in runs
-	ent       entIntern         // interned enterprise values (dent.go)
-}
-
 // Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
 // is not safe for concurrent use: give each socket or connection its own.
 type Decoder struct {
-	cfg      DecoderConfig
-	sessions map[sessionKey]*session
-	stats    DecodeStats
-	rec      flow.Record
-	live     int      // templates held
-	ops      []op     // scratch for compiling templates
-	last     *session // the last message's session: exporters send in runs
-	lastKey  sessionKey
+	cfg       DecoderConfig
+	budget    *Budget
+	sessions  map[sessionKey]*session
+	exporters map[netip.Addr]*exporterList // sessions by exporter address, for eviction
+	stats     DecodeStats
+	rec       flow.Record
+	live      int      // templates held
+	ops       []op     // scratch for compiling templates
+	last      *session // the last message's session: exporters send in runs
+	lastKey   sessionKey
+	cur       *session // the session of the message being decoded: never evicted
+	nextSweep time.Time
 	// entS are the workload and service strings of the record being
 	// decoded (dent.go), entKeyBuf the scratch of their interning key.
 	entS      [9][]byte
 	entKeyBuf []byte
+	nameBuf   []byte // scratch of a sanitised interface name
 }
 
 // NewDecoder returns a Decoder.
 func NewDecoder(cfg DecoderConfig) *Decoder {
 	if cfg.TemplateTimeout <= 0 {
 		cfg.TemplateTimeout = DefaultTemplateTimeout
+	}
+	if cfg.DatalessTimeout == 0 {
+		cfg.DatalessTimeout = DefaultDatalessTimeout
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
@@ -195,26 +236,21 @@ func NewDecoder(cfg DecoderConfig) *Decoder {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Decoder{cfg: cfg, sessions: map[sessionKey]*session{}}
+	b := cfg.Budget
+	if b == nil {
+		b = NewBudget(0, ExporterLimits{})
+	}
+	return &Decoder{cfg: cfg, budget: b, sessions: map[sessionKey]*session{}, exporters: map[netip.Addr]*exporterList{}}
 }
 
 // Stats returns the counters.
 func (d *Decoder) Stats() DecodeStats {
 	s := d.stats
-	s.TemplatesLive = uint64(d.live)
-	return s
-}
-
-// Forget drops the templates of every session of exporter (its TCP
-// connection closed).
-func (d *Decoder) Forget(exporter netip.AddrPort) {
-	for k, s := range d.sessions {
-		if k.from == exporter {
-			d.live -= len(s.templates)
-			delete(d.sessions, k)
-			d.last = nil
-		}
+	s.TemplatesLive, s.SessionsLive = uint64(d.live), uint64(len(d.sessions))
+	for _, x := range d.sessions {
+		s.StateBytes += uint64(x.cost)
 	}
+	return s
 }
 
 // Sampling returns the 1-in-N packet sampling interval an exporter's
@@ -232,38 +268,6 @@ func (d *Decoder) Sampling(exporter netip.AddrPort, domain uint32) uint32 {
 func (d *Decoder) fail(reason DecodeError, format string, a ...any) error {
 	d.stats.Errors[reason]++
 	return &Error{Reason: reason, Detail: fmt.Sprintf(format, a...)}
-}
-
-// session finds or makes the session of key, within the bound.
-func (d *Decoder) session(key sessionKey) (*session, error) {
-	now := d.cfg.Now()
-	if d.last != nil && d.lastKey == key {
-		d.last.seen = now
-		return d.last, nil
-	}
-	if s := d.sessions[key]; s != nil {
-		s.seen = now
-		d.last, d.lastKey = s, key
-		return s, nil
-	}
-	if len(d.sessions) >= d.cfg.MaxSessions {
-		// Exporters that restart come back from new source ports: make
-		// room by forgetting sessions silent for the template timeout.
-		for k, s := range d.sessions {
-			if now.Sub(s.seen) > d.cfg.TemplateTimeout {
-				d.live -= len(s.templates)
-				delete(d.sessions, k)
-				d.last = nil
-			}
-		}
-		if len(d.sessions) >= d.cfg.MaxSessions {
-			return nil, d.fail(ErrTooManySessions, "%d sessions", len(d.sessions))
-		}
-	}
-	s := &session{key: key, templates: map[uint16]*template{}, seen: now}
-	d.sessions[key] = s
-	d.last, d.lastKey = s, key
-	return s, nil
 }
 
 // Decode decodes one message received from exporter and calls emit for
@@ -285,78 +289,6 @@ func (d *Decoder) Decode(exporter netip.AddrPort, msg []byte, emit func(*flow.Re
 	return d.fail(ErrBadVersion, "version %d", binary.BigEndian.Uint16(msg))
 }
 
-// gap counts a sequence gap of session s.
-func (d *Decoder) gap(s *session) {
-	d.stats.SequenceGaps++
-	if d.cfg.OnGap != nil {
-		d.cfg.OnGap(s.key.from, s.key.domain)
-	}
-}
-
-// seqRules is the set of numbering rules an IPFIX exporter's messages
-// are still consistent with: RFC 7011 counts every data record (options
-// data included) sent before the message; softflowd 1.1.0 counts flow
-// records up to and including the message, without options data.
-type seqRules uint8
-
-const (
-	seqBefore     seqRules = 1 << iota // all data records before the message (RFC 7011)
-	seqBeforeFlow                      // flow records before the message
-	seqIncl                            // all data records up to and including it
-	seqInclFlow                        // flow records up to and including it
-	seqAll        = seqBefore | seqBeforeFlow | seqIncl | seqInclFlow
-)
-
-// sequence checks a message's sequence number against the session's
-// expectation and sets the next one.
-func (d *Decoder) sequence(s *session, seq, next uint32) {
-	if s.seqKnown && seq != s.nextSeq {
-		d.gap(s)
-	}
-	s.nextSeq, s.seqKnown = next, true
-}
-
-// sequenceIPFIX checks an IPFIX message that carried n data records, of
-// them flows flow records. Exporters differ in what they count (see
-// seqRules); a session keeps the rules its messages agree with, so an
-// exporter's own numbering is not reported as gaps while a lost message
-// still is. A message whose records could not all be counted (a set of an
-// unknown template, a decoding error) resynchronises instead.
-func (d *Decoder) sequenceIPFIX(s *session, seq, n, flows uint32, counted bool) {
-	if s.seqRules == 0 {
-		s.seqRules = seqAll
-	}
-	if s.seqKnown && counted {
-		var match seqRules
-		for r, want := range [4]uint32{s.lastSeq + s.lastN, s.lastSeq + s.lastFlows, s.lastSeq + n, s.lastSeq + flows} {
-			if seq == want {
-				match |= 1 << r
-			}
-		}
-		if s.seqRules&match != 0 {
-			s.seqRules &= match
-		} else {
-			d.gap(s)
-		}
-	}
-	s.lastSeq, s.lastN, s.lastFlows, s.seqKnown = seq, n, flows, counted
-}
-
-// expire forgets the session's templates not refreshed since the timeout.
-func (d *Decoder) expire(s *session, now time.Time) {
-	if now.Before(s.expiry) {
-		return // at most once a second: a template may outlive its timeout by 1 s
-	}
-	s.expiry = now.Add(time.Second)
-	for id, t := range s.templates {
-		if now.Sub(t.seen) > d.cfg.TemplateTimeout {
-			delete(s.templates, id)
-			d.live--
-			d.stats.Expired++
-		}
-	}
-}
-
 func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.Record)) (err error) {
 	be := binary.BigEndian
 	if len(msg) < headerLen {
@@ -372,10 +304,12 @@ func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.R
 	if err != nil {
 		return err
 	}
+	d.cur = s
 	now := s.seen
 	d.expire(s, now)
 	flows, opts, unknown := d.stats.Records, d.stats.OptionsRecords, d.stats.Errors[ErrUnknownTemplate]
 	defer func() {
+		d.cur = nil
 		flows := uint32(d.stats.Records - flows)
 		d.sequenceIPFIX(s, seq, flows+uint32(d.stats.OptionsRecords-opts), flows,
 			err == nil && d.stats.Errors[ErrUnknownTemplate] == unknown)
@@ -396,7 +330,7 @@ func (d *Decoder) decodeIPFIX(from netip.AddrPort, msg []byte, emit func(*flow.R
 				return err
 			}
 		case id >= 256:
-			if err := d.dataSet(s, id, body, &hdr, emit); err != nil {
+			if err := d.dataSet(s, id, body, &hdr, now, emit); err != nil {
 				return err
 			}
 		default: // sets 0, 1, 4..255 are reserved in IPFIX: skip

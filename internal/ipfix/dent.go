@@ -14,10 +14,10 @@ import (
 // Strings are interned per session: a workload (service) is looked up by
 // its three strings at once, so a run of records from the same workloads
 // shares one *flow.Workload (*flow.Service) and allocates nothing. The
-// table is bounded (maxEntValues values, maxEntBytes of strings); when a
-// new value does not fit it is emptied and starts again, counted in
-// DecodeStats.InternFull (workloads come and go: a table that only filled
-// would end up holding the departed ones).
+// table is bounded (maxEntValues values, maxEntBytes of strings, and what
+// the Budget gives); when a new value does not fit it is emptied and
+// starts again, counted in DecodeStats.InternFull (workloads come and go:
+// a table that only filled would end up holding the departed ones).
 
 // Bounds of a session's table of interned enterprise values.
 const (
@@ -51,20 +51,46 @@ type entIntern struct {
 	services  map[string]*flow.Service
 	rules     map[string]string
 	n, bytes  int
+	charged   int64 // of the session's Budget charge
 }
 
-// room makes room for a value whose key has n octets, emptying the table
-// when it is full; it reports whether it did.
-func (t *entIntern) room(n int) (emptied bool) {
-	if t.n < maxEntValues && t.bytes+n <= maxEntBytes {
-		t.n, t.bytes = t.n+1, t.bytes+n
-		return false
+// entValueCost is the charge of an interned value of an n-octet key: the
+// key (whose substrings are the value's strings), the map entry and the
+// value (a Workload or Service: three strings).
+func entValueCost(n int) int64 { return stringCost(n, 0) + 64 }
+
+// intern makes room in s's table for a value whose key has n octets,
+// emptying the table when it is full (counted) or when the budget has no
+// room for the value; it reports whether the value may be kept (if not,
+// it is used for this record only).
+func (d *Decoder) intern(s *session, n int) bool {
+	t := &s.ent
+	if t.n >= maxEntValues || t.bytes+n > maxEntBytes {
+		d.emptyIntern(s)
 	}
+	cost := entValueCost(n)
+	if !d.grow(s, cost) {
+		if t.n == 0 {
+			return false
+		}
+		d.emptyIntern(s) // the table's own values go first
+		if !d.grow(s, cost) {
+			return false
+		}
+	}
+	t.n, t.bytes, t.charged = t.n+1, t.bytes+n, t.charged+cost
+	return true
+}
+
+// emptyIntern empties s's table, counted, giving back its charge.
+func (d *Decoder) emptyIntern(s *session) {
+	t := &s.ent
 	clear(t.workloads)
 	clear(t.services)
 	clear(t.rules)
-	t.n, t.bytes = 1, n
-	return true
+	d.shrink(s, t.charged)
+	t.n, t.bytes, t.charged = 0, 0, 0
+	d.stats.InternFull++
 }
 
 // entKey sets d.entKey to the 2-octet-length-prefixed strings first to
@@ -107,16 +133,15 @@ func (d *Decoder) workload(s *session, first int, have uint16) *flow.Workload {
 	if w, ok := t.workloads[string(d.entKeyBuf)]; ok {
 		return w
 	}
-	if t.room(len(d.entKeyBuf)) {
-		d.stats.InternFull++
-	}
-	if t.workloads == nil {
-		t.workloads = map[string]*flow.Workload{}
-	}
 	key := string(d.entKeyBuf)
 	w := &flow.Workload{}
 	w.Name, w.Namespace, w.Node = split(key)
-	t.workloads[key] = w
+	if d.intern(s, len(key)) {
+		if t.workloads == nil {
+			t.workloads = map[string]*flow.Workload{}
+		}
+		t.workloads[key] = w
+	}
 	return w
 }
 
@@ -130,16 +155,15 @@ func (d *Decoder) service(s *session, have uint16) *flow.Service {
 	if v, ok := t.services[string(d.entKeyBuf)]; ok {
 		return v
 	}
-	if t.room(len(d.entKeyBuf)) {
-		d.stats.InternFull++
-	}
-	if t.services == nil {
-		t.services = map[string]*flow.Service{}
-	}
 	key := string(d.entKeyBuf)
 	v := &flow.Service{}
 	v.Name, v.Backends, v.Group = split(key)
-	t.services[key] = v
+	if d.intern(s, len(key)) {
+		if t.services == nil {
+			t.services = map[string]*flow.Service{}
+		}
+		t.services[key] = v
+	}
 	return v
 }
 
@@ -152,14 +176,13 @@ func (d *Decoder) rule(s *session, b []byte) string {
 	if v, ok := t.rules[string(b)]; ok {
 		return v
 	}
-	if t.room(len(b)) {
-		d.stats.InternFull++
-	}
-	if t.rules == nil {
-		t.rules = map[string]string{}
-	}
 	v := string(b)
-	t.rules[v] = v
+	if d.intern(s, len(b)) {
+		if t.rules == nil {
+			t.rules = map[string]string{}
+		}
+		t.rules[v] = v
+	}
 	return v
 }
 

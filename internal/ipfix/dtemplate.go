@@ -103,6 +103,15 @@ var ieKind = map[uint16]uint8{
 	233: kFwEvent, ieCiscoFwEvent: kFwEvent, // 40005 only in NetFlow v9: IPFIX ids stop at 32767
 }
 
+// ieKinds is ieKind as an array: a template of 512 fields is compiled
+// with 512 loads rather than 512 map lookups (template floods stay cheap).
+var ieKinds = func() (a [1 << 16]uint8) {
+	for ie, k := range ieKind {
+		a[ie] = k
+	}
+	return a
+}()
+
 // revKind maps kinds to their RFC 5103 reverse (PEN 29305) kinds.
 var revKind = map[uint8]uint8{kBytes: kRevBytes, kPackets: kRevPackets, kBytesTotal: kRevBytesTotal,
 	kPacketsTotal: kRevPacketsTotal, kFlags: kRevFlags}
@@ -112,6 +121,7 @@ type template struct {
 	minLen  int // shortest record (variable fields as 1 octet)
 	options bool
 	seen    time.Time
+	cost    int64 // charged to the Budget (templateCost)
 }
 
 // templateSet learns the template records of one set (options: an options
@@ -126,14 +136,12 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 			if (id == 2 && !options) || (id == 3 && options) {
 				for tid, t := range s.templates {
 					if t.options == options {
-						delete(s.templates, tid)
-						d.live--
+						d.forgetTemplate(s, tid, t)
 						d.stats.Withdrawals++
 					}
 				}
-			} else if _, ok := s.templates[id]; ok {
-				delete(s.templates, id)
-				d.live--
+			} else if t, ok := s.templates[id]; ok {
+				d.forgetTemplate(s, id, t)
 				d.stats.Withdrawals++
 			}
 			continue
@@ -160,40 +168,44 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 		// Ops are compiled into a reused buffer, the template on the
 		// stack: a refresh of a template already held (every UDP exporter
 		// sends them) allocates nothing.
-		t := template{ops: d.ops[:0], options: options, seen: now}
-		for i := 0; i < nfields; i++ {
+		if cap(d.ops) < MaxFields {
+			d.ops = make([]op, 0, MaxFields)
+		}
+		t := template{ops: d.ops[:nfields], options: options, seen: now}
+		for i := range t.ops {
 			if len(b) < 4 {
 				return d.fail(ErrBadTemplate, "template %d: field %d cut short", id, i)
 			}
 			ie, l := be.Uint16(b), be.Uint16(b[2:])
 			b = b[4:]
-			var pen uint32
-			if ie&0x8000 != 0 && !v9 {
+			var k uint8
+			if ie&0x8000 == 0 || v9 {
+				k = ieKinds[ie]
+			} else {
 				if len(b) < 4 {
 					return d.fail(ErrBadTemplate, "template %d: enterprise number cut short", id)
 				}
-				ie, pen = ie&0x7fff, be.Uint32(b)
+				ie, k = ie&0x7fff, kSkip
+				switch pen := be.Uint32(b); pen {
+				case 0:
+					k = ieKinds[ie]
+				case ReversePEN:
+					k = revKind[ieKinds[ie]]
+				case d.cfg.PEN: // not 0: that is the case above
+					k = entKind(ie)
+				}
 				b = b[4:]
 			}
 			if l == 0 || (l == Variable && v9) {
 				return d.fail(ErrBadTemplate, "template %d: field %d of length %d", id, ie, l)
 			}
-			k := kSkip
-			switch pen {
-			case 0:
-				k = ieKind[ie]
-			case ReversePEN:
-				k = revKind[ieKind[ie]]
-			case d.cfg.PEN: // not 0: that is the case above
-				k = entKind(ie)
-			}
-			if !fits(k, l) {
+			if r := fitRange[k]; l < r[0] || l > r[1] {
 				if isEnt(k) { // weir's own element at a length it never has: say so
 					d.stats.Errors[ErrBadEnterpriseField]++
 				}
 				k = kSkip // a length weir cannot read this element at: skip it, whole
 			}
-			t.ops = append(t.ops, op{kind: k, length: l})
+			t.ops[i] = op{kind: k, length: l}
 			if l == Variable {
 				t.minLen++
 			} else {
@@ -207,19 +219,45 @@ func (d *Decoder) templateSet(s *session, b []byte, options, v9 bool, now time.T
 			d.stats.Templates++
 			continue
 		}
-		t.ops = slices.Clone(t.ops)
-		if !ok {
-			if len(s.templates) >= d.cfg.MaxTemplates {
-				return d.fail(ErrTooManyTemplates, "%d templates", len(s.templates))
-			}
-			d.live++
+		if ok { // a new layout under the same id: the old one goes first
+			d.forgetTemplate(s, id, old)
 		}
+		if len(s.templates) >= d.cfg.MaxTemplates {
+			return d.fail(ErrTooManyTemplates, "%d templates", len(s.templates))
+		}
+		t.cost = templateCost(len(t.ops))
+		if err := d.reserve(s, 0, 1, t.cost); err != nil {
+			return err
+		}
+		s.cost += t.cost
+		t.ops = slices.Clone(t.ops)
+		d.live++
 		nt := t // on the heap only when new
 		s.templates[id] = &nt
 		d.stats.Templates++
 	}
 	return nil // fewer than 4 bytes left: padding
 }
+
+// fitRange is fits as a table: the shortest and longest length each kind
+// can be read at (every kind's lengths are a range).
+var fitRange = func() (r [256][2]uint16) {
+	for k := range r {
+		r[k] = [2]uint16{1, 0} // none
+		for l := uint16(16); l >= 1; l-- {
+			if fits(uint8(k), l) {
+				r[k][0] = l
+				if r[k][1] == 0 {
+					r[k][1] = l
+				}
+			}
+		}
+		if fits(uint8(k), Variable) {
+			r[k][1] = Variable
+		}
+	}
+	return r
+}()
 
 // fits reports whether a field of length l can be read as kind k:
 // addresses at their size, integers reduced-size (RFC 7011 6.2) up to 8.
@@ -250,8 +288,8 @@ type msgHeader struct {
 	version uint16
 }
 
-// dataSet decodes the records of one data set.
-func (d *Decoder) dataSet(s *session, id uint16, b []byte, h *msgHeader, emit func(*flow.Record)) error {
+// dataSet decodes the records of one data set, received at now.
+func (d *Decoder) dataSet(s *session, id uint16, b []byte, h *msgHeader, now time.Time, emit func(*flow.Record)) error {
 	t := s.templates[id]
 	if t == nil {
 		d.stats.SkippedSets++
@@ -268,6 +306,8 @@ func (d *Decoder) dataSet(s *session, id uint16, b []byte, h *msgHeader, emit fu
 			d.stats.OptionsRecords++
 			continue
 		}
+		s.data = true
+		d.retime(&d.rec, now)
 		d.stats.Records++
 		emit(&d.rec)
 	}
@@ -381,7 +421,7 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 		case kEndReason:
 			r.EndReason = endReasonOf(v)
 		case kIfName:
-			r.Iface = s.name(f)
+			r.Iface = d.name(s, f)
 		case kIfIndex:
 			ifIndex = v
 		case kStartSec:
@@ -478,7 +518,7 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 		post.apply(r)
 	}
 	if r.Iface == "" && ifIndex != 0 {
-		r.Iface = s.ifIndexName(ifIndex)
+		r.Iface = d.ifIndexName(s, ifIndex)
 	}
 	if t.options {
 		d.learnSampling(s, &smp)
@@ -515,35 +555,6 @@ func endReasonOf(v uint64) flow.EndReason {
 		return flow.ReasonFull
 	}
 	return flow.ReasonNone
-}
-
-// name interns an interface name (the lookup with a converted key does
-// not allocate); past maxNames distinct names it returns flow.OtherIface.
-func (s *session) name(b []byte) string {
-	if string(b) == s.lastName && len(b) > 0 {
-		return s.lastName
-	}
-	if n, ok := s.names[string(b)]; ok {
-		s.lastName = n
-		return n
-	}
-	if s.names == nil {
-		s.names = map[string]string{}
-	}
-	if len(s.names) >= maxNames {
-		return flow.OtherIface
-	}
-	n := string(b)
-	s.names[n] = n
-	return n
-}
-
-// ifIndexName names an interface known only by its index: "if7".
-func (s *session) ifIndexName(i uint64) string {
-	var buf [24]byte
-	b := append(buf[:0], "if"...)
-	b = appendUint(b, i)
-	return s.name(b)
 }
 
 func appendUint(b []byte, v uint64) []byte {

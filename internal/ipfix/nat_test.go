@@ -49,7 +49,7 @@ func withNAT(rec *flow.Record, i int) {
 }
 
 // travelled is rec as weir's decoder gives it back from weir's encoding:
-// millisecond times, the name cut, one forced end, the drop reason as its
+// millisecond times, the name cut and sanitised, one forced end, the drop reason as its
 // RFC 7270 name, no rule, mark or zone (no IANA element carries them).
 func travelled(rec flow.Record) flow.Record {
 	if rec.DropPackets > 0 {
@@ -57,9 +57,7 @@ func travelled(rec flow.Record) flow.Record {
 	}
 	rec.Start -= rec.Start % 1e6
 	rec.End -= rec.End % 1e6
-	if len(rec.Iface) > maxName {
-		rec.Iface = rec.Iface[:maxName]
-	}
+	rec.Iface = decodedName(rec.Iface)
 	if rec.EndReason == flow.ReasonEOF || rec.EndReason == flow.ReasonNone {
 		rec.EndReason = flow.ReasonShutdown
 	}

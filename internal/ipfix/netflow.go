@@ -31,9 +31,11 @@ func (d *Decoder) decodeV9(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 	if err != nil {
 		return err
 	}
+	d.cur = s
+	defer func() { d.cur = nil }()
 	now := s.seen
 	d.expire(s, now)
-	d.sequence(s, seq, seq+1) // v9 counts export packets
+	d.sequence(s, seq, seq+1, 1, true) // v9 numbers export packets
 	for p := v9HeaderLen; p+4 <= len(msg); {
 		id, sl := be.Uint16(msg[p:]), int(be.Uint16(msg[p+2:]))
 		if sl < 4 || p+sl > len(msg) {
@@ -47,7 +49,7 @@ func (d *Decoder) decodeV9(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 				return err
 			}
 		case id >= 256:
-			if err := d.dataSet(s, id, body, &hdr, emit); err != nil {
+			if err := d.dataSet(s, id, body, &hdr, now, emit); err != nil {
 				return err
 			}
 		default:
@@ -77,11 +79,13 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 	if err != nil {
 		return err
 	}
+	d.cur = s
+	defer func() { d.cur = nil }()
 	var sampling uint32
 	if si := be.Uint16(msg[22:]) & 0x3fff; si > 1 {
 		s.sampling, sampling = uint32(si), uint32(si)
 	}
-	d.sequence(s, seq, seq+uint32(count)) // v5 counts flows
+	d.sequence(s, seq, seq+uint32(count), uint32(count), false) // v5 numbers flows
 	for i := 0; i < count; i++ {
 		b := msg[v5HeaderLen+i*v5RecordLen : v5HeaderLen+(i+1)*v5RecordLen]
 		r := &d.rec
@@ -90,7 +94,7 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 		flow.SetAddr4(&r.Key.SrcAddr, b[0:4])
 		flow.SetAddr4(&r.Key.DstAddr, b[4:8])
 		if in := be.Uint16(b[12:]); in != 0 {
-			r.Iface = s.ifIndexName(uint64(in))
+			r.Iface = d.ifIndexName(s, uint64(in))
 		}
 		r.Packets, r.Bytes = uint64(be.Uint32(b[16:])), uint64(be.Uint32(b[20:]))
 		r.Start = export - sinceUptime(uptime, int64(be.Uint32(b[24:])))*1e6
@@ -102,6 +106,8 @@ func (d *Decoder) decodeV5(from netip.AddrPort, msg []byte, emit func(*flow.Reco
 		} else {
 			r.Key.SrcPort, r.Key.DstPort = be.Uint16(b[32:]), be.Uint16(b[34:])
 		}
+		s.data = true
+		d.retime(r, s.seen)
 		d.stats.Records++
 		emit(r)
 	}

@@ -215,6 +215,9 @@ func (d *Decoder) learnSampling(s *session, m *sampling) {
 	case !m.haveSelector:
 		s.sampling = n
 	case s.selectors[m.selector] != 0 || len(s.selectors) < maxSelectors:
+		if s.selectors[m.selector] == 0 && !d.grow(s, selectorCost) {
+			return // over the budget: counted there
+		}
 		if s.selectors == nil {
 			s.selectors = map[uint64]uint32{}
 		}

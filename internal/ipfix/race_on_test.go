@@ -1,0 +1,5 @@
+//go:build race
+
+package ipfix
+
+const raceEnabled = true
