@@ -44,6 +44,13 @@ type collectOpts struct {
 	metricsAddr                  string
 	metricsPublic, stats         bool
 	sinks                        sinkOpts
+	// Bounds of what exporters and clients control.
+	handshakeTimeout, idleConnTimeout time.Duration
+	maxConns, maxConnsPerSource       int
+	templateBudget                    sizeFlag
+	exporterSessions, exporterTmpls   int
+	datalessTimeout, maxClockSkew     time.Duration
+	maxIfacesPerExporter              int
 }
 
 func runCollect(args []string, stdout_, stderr io.Writer) int {
@@ -69,7 +76,18 @@ fatal.`, collectExamples)
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9465", "serve Prometheus metrics at `host:port`/metrics ('off' disables); loopback only unless --metrics-public")
 	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "allow --metrics-addr to be a non-loopback address")
-	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, sequence gaps) to stderr at exit")
+	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, records lost, socket drops) to stderr at exit")
+	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", collector.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
+	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", collector.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
+	fs.IntVar(&o.maxConns, "max-conns", collector.DefaultMaxConns, "TCP/TLS connections served at once; more are closed at once, counted")
+	fs.IntVar(&o.maxConnsPerSource, "max-conns-per-source", collector.DefaultMaxConnsPerSource, "TCP/TLS connections served at once from one source address")
+	o.templateBudget = ipfix.DefaultBudget
+	fs.Var(&o.templateBudget, "template-budget", "memory `size` for all exporters' templates and sessions (64MiB); one exporter address may hold 1/16 of it")
+	fs.IntVar(&o.exporterSessions, "exporter-sessions", ipfix.DefaultExporterSessions, "sessions (observation domains; over UDP, source ports too) one exporter address may hold; past it its least recently used goes")
+	fs.IntVar(&o.exporterTmpls, "exporter-templates", ipfix.DefaultExporterTemplates, "templates one exporter address may hold; past it its least recently used session goes")
+	fs.DurationVar(&o.datalessTimeout, "dataless-timeout", ipfix.DefaultDatalessTimeout, "forget a UDP exporter's session (its templates) that sent no flow record for this long after it began")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", collector.DefaultMaxClockSkew, "give records whose times are further than this from the receive time the receive time (0: keep times as sent)")
+	fs.IntVar(&o.maxIfacesPerExporter, "max-ifaces-per-exporter", collector.DefaultMaxIfacesPerExporter, "distinct interface names one exporter address may introduce; later ones become \"(other)\"")
 	o.sinks.flags(fs)
 	o.sinks.enrich.flags(fs)
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
@@ -85,8 +103,22 @@ fatal.`, collectExamples)
 	if o.queueDepth < 1 || o.duration < 0 || o.templateTimeout <= 0 {
 		return fail("--queue-depth must be at least 1, --duration not negative, --template-timeout positive")
 	}
+	if o.handshakeTimeout <= 0 || o.idleConnTimeout <= 0 || o.datalessTimeout <= 0 || o.maxClockSkew < 0 {
+		return fail("--handshake-timeout, --idle-conn-timeout and --dataless-timeout must be positive, --max-clock-skew not negative")
+	}
+	if o.maxConns < 1 || o.maxConnsPerSource < 1 || o.exporterSessions < 1 || o.exporterTmpls < 1 || o.maxIfacesPerExporter < 1 {
+		return fail("--max-conns, --max-conns-per-source, --exporter-sessions, --exporter-templates and --max-ifaces-per-exporter must be at least 1")
+	}
+	skew := o.maxClockSkew
+	if skew == 0 {
+		skew = -1 // the collector's "keep times as sent"
+	}
 	cfg := collector.Config{Listen: o.listen, Sockets: o.sockets,
-		Decoder: ipfix.DecoderConfig{TemplateTimeout: o.templateTimeout}}
+		HandshakeTimeout: o.handshakeTimeout, IdleConnTimeout: o.idleConnTimeout,
+		MaxConns: o.maxConns, MaxConnsPerSource: o.maxConnsPerSource, MaxIfacesPerExporter: o.maxIfacesPerExporter,
+		TemplateBudget: int64(o.templateBudget), MaxClockSkew: skew,
+		ExporterLimits: ipfix.ExporterLimits{Sessions: o.exporterSessions, Templates: o.exporterTmpls},
+		Decoder:        ipfix.DecoderConfig{TemplateTimeout: o.templateTimeout, DatalessTimeout: o.datalessTimeout}}
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
 		t, err := serverTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
 		if err != nil {
@@ -189,13 +221,14 @@ func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 // printCollectStats prints the collector's counters.
 func printCollectStats(w io.Writer, st collector.Stats) {
 	n := stdout.Count
-	fmt.Fprintf(w, "messages    %s IPFIX, %s NetFlow v9, %s NetFlow v5; %s sequence gaps\n",
-		n(st.Messages[2]), n(st.Messages[1]), n(st.Messages[0]), n(st.SequenceGaps))
-	if len(st.GapsByExporter) > 0 { // the exporters with the most gaps
-		ex := slices.SortedFunc(maps.Keys(st.GapsByExporter), func(a, b netip.Addr) int {
-			return cmp.Or(cmp.Compare(st.GapsByExporter[b], st.GapsByExporter[a]), a.Compare(b))
+	fmt.Fprintf(w, "messages    %s IPFIX, %s NetFlow v9, %s NetFlow v5; %s sequence gaps: %s records lost (%s of them came late), %s NetFlow v9 export packets lost, %s resets\n",
+		n(st.Messages[2]), n(st.Messages[1]), n(st.Messages[0]), n(st.SequenceGaps), n(st.LostRecords), n(st.LateRecords), n(st.LostPackets), n(st.SeqResets))
+	if len(st.LossByExporter) > 0 { // the exporters that lost the most
+		l := st.LossByExporter
+		ex := slices.SortedFunc(maps.Keys(l), func(a, b netip.Addr) int {
+			return cmp.Or(cmp.Compare(l[b].Records+l[b].Packets, l[a].Records+l[a].Packets), cmp.Compare(l[b].Gaps, l[a].Gaps), a.Compare(b))
 		})
-		fmt.Fprintf(w, "gaps by    ")
+		fmt.Fprintf(w, "lost by    ")
 		for i, a := range ex {
 			if i == 5 {
 				fmt.Fprintf(w, " (%d more exporters)", len(ex)-5)
@@ -205,12 +238,24 @@ func printCollectStats(w io.Writer, st collector.Stats) {
 			if a != collector.OtherExporter {
 				name = a.String()
 			}
-			fmt.Fprintf(w, " %s %s", name, n(st.GapsByExporter[a]))
+			fmt.Fprintf(w, " %s %s records", name, n(l[a].Records))
+			if l[a].Packets > 0 {
+				fmt.Fprintf(w, " %s v9 packets", n(l[a].Packets))
+			}
+			fmt.Fprintf(w, " (%s gaps)", n(l[a].Gaps))
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "socket      %s datagrams dropped by the kernel (UDP receive buffer full)\n", n(st.SocketDrops))
 	fmt.Fprintf(w, "records     %s flows, %s options records; %s templates learnt, %s withdrawn, %s expired, %s held; %s sets skipped\n",
 		n(st.Records), n(st.OptionsRecords), n(st.Templates), n(st.Withdrawals), n(st.Expired), n(st.TemplatesLive), n(st.SkippedSets))
+	fmt.Fprintf(w, "sessions    %s held, %s of %s template state; forgotten:", n(st.SessionsLive), stdout.Bytes(uint64(st.BudgetUsed)), stdout.Bytes(uint64(st.BudgetLimit)))
+	for i, c := range st.Evicted {
+		fmt.Fprintf(w, " %s %s", ipfix.EvictReason(i), n(c))
+	}
+	fmt.Fprintf(w, "\nretimed     %s records with times past --max-clock-skew, %s without times\n", n(st.ClockSkew), n(st.NoTime))
+	fmt.Fprintf(w, "ifaces      %s names sanitised; records named (other): %s over a session's or the budget's bound, %s over --max-ifaces-per-exporter, %s over the %s names in all\n",
+		n(st.NamesSanitised), n(st.NamesRefused), n(st.OtherIfaceExporter), n(st.OtherIfaceGlobal), n(collector.DefaultMaxIfaces))
 	fmt.Fprintf(w, "errors     ")
 	for i, c := range st.Errors {
 		fmt.Fprintf(w, " %s %s", ipfix.DecodeError(i), n(c))
@@ -218,6 +263,7 @@ func printCollectStats(w io.Writer, st collector.Stats) {
 	if st.InternFull > 0 {
 		fmt.Fprintf(w, "; enterprise value tables emptied when full %s times", n(st.InternFull))
 	}
-	fmt.Fprintf(w, "\nconnections %s accepted, %s rejected, %d open; %s read errors, %s sink errors\n",
-		n(st.ConnsAccepted), n(st.ConnsRejected), st.ConnsOpen, n(st.ReadErrors), n(st.SinkErrors))
+	fmt.Fprintf(w, "\nconnections %s accepted, %s rejected (%s over --max-conns-per-source), %d open; closed: %s idle, %s handshake timeouts, %s failed handshakes; %s read errors, %s sink errors\n",
+		n(st.ConnsAccepted), n(st.ConnsRejected+st.ConnsRejectedPerSource), n(st.ConnsRejectedPerSource), st.ConnsOpen,
+		n(st.ConnsIdleClosed), n(st.HandshakeTimeouts), n(st.HandshakeFailures), n(st.ReadErrors), n(st.SinkErrors))
 }

@@ -6,7 +6,11 @@
 // (the kernel hashes an exporter's datagrams to one of them, so its
 // templates stay with one decoder); each socket and each stream
 // connection has a goroutine and a decoder of its own, so nothing on the
-// receive path takes a lock.
+// receive path takes a lock. What exporters control is bounded: template
+// state by one byte budget shared by every decoder and by limits per
+// exporter address, stream connections by a global and a per-source
+// bound, an idle timeout and a TLS handshake timeout, interface names
+// per exporter, flow times by the receive time.
 package collector
 
 import (
@@ -14,7 +18,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -24,7 +27,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/sink"
 )
@@ -37,17 +39,31 @@ const (
 	DefaultReadBuffer    = 8 << 20
 	// DefaultMaxConns bounds the stream connections served at once.
 	DefaultMaxConns = 1024
+	// DefaultMaxConnsPerSource bounds one source address's connections,
+	// so one host cannot take every slot.
+	DefaultMaxConnsPerSource = 16
+	// DefaultHandshakeTimeout bounds a TLS handshake.
+	DefaultHandshakeTimeout = 5 * time.Second
+	// DefaultIdleConnTimeout closes a stream connection that sent no
+	// byte for this long.
+	DefaultIdleConnTimeout = 5 * time.Minute
 	// DefaultMaxIfaces bounds the distinct interface names the collector
 	// passes on; later ones become flow.OtherIface, so hostile exporters
 	// cannot make the store open a partition per made-up name.
 	DefaultMaxIfaces = 4096
-	// DefaultMaxExporters bounds the exporters whose sequence gaps are
-	// counted apart; gaps of later ones are counted under OtherExporter.
+	// DefaultMaxIfacesPerExporter bounds the distinct interface names
+	// one exporter address may introduce.
+	DefaultMaxIfacesPerExporter = 64
+	// DefaultMaxExporters bounds the exporters counted apart (losses,
+	// interface names); later ones share OtherExporter's entry.
 	DefaultMaxExporters = 1024
+	// DefaultMaxClockSkew: flow times further than this from the receive
+	// time become the receive time.
+	DefaultMaxClockSkew = 24 * time.Hour
 )
 
-// OtherExporter is the key under which Stats.GapsByExporter counts the
-// gaps of exporters past Config.MaxExporters.
+// OtherExporter is the key under which Stats.LossByExporter counts the
+// exporters past Config.MaxExporters.
 var OtherExporter = netip.Addr{}
 
 // Config configures a Collector.
@@ -67,10 +83,31 @@ type Config struct {
 	// batch goes after FlushInterval.
 	Batch         int
 	FlushInterval time.Duration
-	MaxConns      int
-	MaxIfaces     int
-	MaxExporters  int
-	Decoder       ipfix.DecoderConfig
+	// MaxConns and MaxConnsPerSource bound the stream connections open
+	// at once, in all and from one source address; HandshakeTimeout a
+	// TLS handshake; IdleConnTimeout a connection without a byte.
+	MaxConns          int
+	MaxConnsPerSource int
+	HandshakeTimeout  time.Duration
+	IdleConnTimeout   time.Duration
+	// MaxIfaces and MaxIfacesPerExporter bound the distinct interface
+	// names passed on, in all and introduced by one exporter address.
+	MaxIfaces            int
+	MaxIfacesPerExporter int
+	MaxExporters         int
+	// TemplateBudget is the bytes of template state all decoders hold
+	// together (default ipfix.DefaultBudget), ExporterLimits what one
+	// exporter address may hold of it.
+	TemplateBudget int64
+	ExporterLimits ipfix.ExporterLimits
+	// MaxClockSkew: flow times further than this from the receive time
+	// become the receive time (default DefaultMaxClockSkew; negative:
+	// times are kept as sent).
+	MaxClockSkew time.Duration
+	// Decoder configures every decoder (template timeout, sessions
+	// without data, PEN); its Budget, MaxClockSkew and Stream are set
+	// by the collector.
+	Decoder ipfix.DecoderConfig
 }
 
 // ErrListen wraps listen address errors.
@@ -79,18 +116,28 @@ var ErrListen = errors.New("collector: bad listen address")
 // Collector receives flow export messages. Create it with New, run it with
 // Run.
 type Collector struct {
-	cfg   Config
-	out   sink.Sink
-	udp   []*net.UDPConn
-	lns   []net.Listener
-	names ifaceNames
+	cfg    Config
+	out    sink.Sink
+	udp    []*net.UDPConn
+	lns    []listener
+	budget *ipfix.Budget
+	ex     exporters
 
 	mu      sync.Mutex
 	workers map[*worker]struct{} // running receivers, for Stats
 	retired ipfix.DecodeStats    // decoders of closed connections
-	conns   atomic.Int64
-	stats   struct{ accepted, rejected, readErrs, sinkErrs atomic.Uint64 }
-	gaps    map[netip.Addr]uint64 // sequence gaps by exporter address, under mu
+	conns   conns
+	stats   struct {
+		accepted, readErrs, sinkErrs, socketDrops atomic.Uint64
+		rejected, rejectedPerSource, idleClosed   atomic.Uint64
+		handshakeTimeouts, handshakeFailures      atomic.Uint64
+	}
+}
+
+// listener is a stream listener; tls is set for tls:// addresses.
+type listener struct {
+	net.Listener
+	tls *tls.Config
 }
 
 // New opens every listen address (so that Addrs is known before Run) and
@@ -103,33 +150,34 @@ func New(cfg Config, out sink.Sink) (*Collector, error) {
 	if cfg.Sockets <= 0 {
 		cfg.Sockets = runtime.GOMAXPROCS(0)
 	}
-	if cfg.ReadBuffer <= 0 {
-		cfg.ReadBuffer = DefaultReadBuffer
+	cfg.ReadBuffer = or(cfg.ReadBuffer, DefaultReadBuffer)
+	cfg.Batch = or(cfg.Batch, DefaultBatch)
+	cfg.FlushInterval = or(cfg.FlushInterval, DefaultFlushInterval)
+	cfg.MaxConns = or(cfg.MaxConns, DefaultMaxConns)
+	cfg.MaxConnsPerSource = or(cfg.MaxConnsPerSource, DefaultMaxConnsPerSource)
+	cfg.HandshakeTimeout = or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	cfg.IdleConnTimeout = or(cfg.IdleConnTimeout, DefaultIdleConnTimeout)
+	cfg.MaxIfaces = or(cfg.MaxIfaces, DefaultMaxIfaces)
+	cfg.MaxIfacesPerExporter = or(cfg.MaxIfacesPerExporter, DefaultMaxIfacesPerExporter)
+	cfg.MaxExporters = or(cfg.MaxExporters, DefaultMaxExporters)
+	switch {
+	case cfg.MaxClockSkew == 0:
+		cfg.MaxClockSkew = DefaultMaxClockSkew
+	case cfg.MaxClockSkew < 0:
+		cfg.MaxClockSkew = 0 // the decoder's "off"
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = DefaultBatch
-	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = DefaultFlushInterval
-	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
-	if cfg.MaxIfaces <= 0 {
-		cfg.MaxIfaces = DefaultMaxIfaces
-	}
-	if cfg.MaxExporters <= 0 {
-		cfg.MaxExporters = DefaultMaxExporters
-	}
-	c := &Collector{cfg: cfg, out: out, workers: map[*worker]struct{}{}, gaps: map[netip.Addr]uint64{}}
+	c := &Collector{cfg: cfg, out: out, workers: map[*worker]struct{}{},
+		budget: ipfix.NewBudget(cfg.TemplateBudget, cfg.ExporterLimits)}
+	c.ex.init(cfg.MaxExporters, cfg.MaxIfaces, cfg.MaxIfacesPerExporter)
+	c.conns.init(cfg.MaxConns, cfg.MaxConnsPerSource)
 	onGap := cfg.Decoder.OnGap
 	c.cfg.Decoder.OnGap = func(exporter netip.AddrPort, domain uint32, lost ipfix.Loss) {
-		c.gap(exporter.Addr())
+		c.ex.gap(exporter.Addr(), lost)
 		if onGap != nil {
 			onGap(exporter, domain, lost)
 		}
 	}
-	c.names.max = int64(cfg.MaxIfaces)
+	c.cfg.Decoder.Budget, c.cfg.Decoder.MaxClockSkew = c.budget, cfg.MaxClockSkew
 	for _, l := range cfg.Listen {
 		if err := c.listen(l); err != nil {
 			c.closeAll()
@@ -137,6 +185,14 @@ func New(cfg Config, out sink.Sink) (*Collector, error) {
 		}
 	}
 	return c, nil
+}
+
+// or returns v, or def when v is not positive.
+func or[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // listen opens one address.
@@ -166,10 +222,11 @@ func (c *Collector) listen(s string) error {
 		if err != nil {
 			return fmt.Errorf("collector: %s: %w", s, err)
 		}
+		ln := listener{Listener: l}
 		if u.Scheme == "tls" {
-			l = tls.NewListener(l, c.cfg.TLS)
+			ln.tls = c.cfg.TLS // the handshake runs per connection, under its own timeout
 		}
-		c.lns = append(c.lns, l)
+		c.lns = append(c.lns, ln)
 	default:
 		return fmt.Errorf("%w %q: want udp://, tcp:// or tls://HOST:PORT", ErrListen, s)
 	}
@@ -197,82 +254,74 @@ func (c *Collector) closeAll() {
 	}
 }
 
-// Run receives until ctx is done, then closes the sockets, hands the last
-// partial batches to the sink and returns. It does not close the sink.
+// Run receives until ctx is done, then closes the sockets and every
+// connection (handshakes and reads in progress end with them), hands the
+// last partial batches to the sink and returns. It does not close the
+// sink.
 func (c *Collector) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, u := range c.udp {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.serveUDP(u) }()
 	}
-	var conns sync.WaitGroup
-	live := &connSet{m: map[net.Conn]struct{}{}}
 	for _, l := range c.lns {
 		wg.Add(1)
-		go func() { defer wg.Done(); c.accept(l, &conns, live) }()
+		go func() { defer wg.Done(); c.accept(ctx, l) }()
 	}
 	<-ctx.Done()
 	c.closeAll() // ends the UDP reads and the accept loops
 	wg.Wait()
-	live.closeAll() // ends the stream reads
-	conns.Wait()
+	c.conns.closeAll() // ends the handshakes and stream reads
+	c.conns.wg.Wait()
 	return nil
 }
 
 // Stats are the collector's counters, summed over its decoders.
 type Stats struct {
 	ipfix.DecodeStats
-	ConnsAccepted, ConnsRejected uint64 // stream connections (rejected: over MaxConns)
-	ConnsOpen                    int64
-	ReadErrors                   uint64 // socket reads that failed (other than at shutdown)
-	SinkErrors                   uint64 // batches the sink refused
-	// GapsByExporter splits SequenceGaps by exporter address (UDP
-	// exporters change ports when they restart; the address stays).
-	GapsByExporter map[netip.Addr]uint64
+	ConnsAccepted uint64 // stream connections accepted
+	// ConnsRejected were closed at once: MaxConns were open; and
+	// ConnsRejectedPerSource: their source had MaxConnsPerSource open.
+	ConnsRejected, ConnsRejectedPerSource uint64
+	ConnsOpen                             int64
+	ConnsIdleClosed                       uint64 // closed after IdleConnTimeout without a byte
+	// HandshakeTimeouts and HandshakeFailures are TLS handshakes that did
+	// not finish within HandshakeTimeout, or failed (bad certificate, not
+	// TLS): their connections were closed.
+	HandshakeTimeouts, HandshakeFailures uint64
+	ReadErrors                           uint64 // socket reads that failed (other than at shutdown)
+	SinkErrors                           uint64 // batches the sink refused
+	// SocketDrops are datagrams the kernel dropped because a UDP
+	// socket's receive buffer was full (SO_RXQ_OVFL), counted when the
+	// socket's next datagram is read.
+	SocketDrops uint64
+	// OtherIfaceExporter and OtherIfaceGlobal count records whose
+	// interface name became flow.OtherIface: their exporter had
+	// introduced MaxIfacesPerExporter names, or MaxIfaces names were in
+	// use.
+	OtherIfaceExporter, OtherIfaceGlobal uint64
+	// LossByExporter splits sequence gaps and losses by exporter address
+	// (UDP exporters change ports when they restart; the address stays).
+	LossByExporter map[netip.Addr]ExporterLoss
+	// BudgetUsed and BudgetLimit are the template state held, in bytes,
+	// and its bound.
+	BudgetUsed, BudgetLimit int64
 }
 
 // Stats returns the counters (the decoders' as of their last flush).
 func (c *Collector) Stats() Stats {
 	c.mu.Lock()
-	st := Stats{DecodeStats: c.retired, GapsByExporter: maps.Clone(c.gaps)}
+	st := Stats{DecodeStats: c.retired}
 	for w := range c.workers {
 		st.DecodeStats.Add(&w.pub)
 	}
 	c.mu.Unlock()
-	st.ConnsAccepted, st.ConnsRejected = c.stats.accepted.Load(), c.stats.rejected.Load()
-	st.ConnsOpen, st.ReadErrors, st.SinkErrors = c.conns.Load(), c.stats.readErrs.Load(), c.stats.sinkErrs.Load()
+	st.LossByExporter, st.OtherIfaceExporter, st.OtherIfaceGlobal = c.ex.stats()
+	s := &c.stats
+	st.ConnsAccepted, st.ConnsRejected, st.ConnsRejectedPerSource = s.accepted.Load(), s.rejected.Load(), s.rejectedPerSource.Load()
+	st.ConnsOpen, st.ConnsIdleClosed = c.conns.open(), s.idleClosed.Load()
+	st.HandshakeTimeouts, st.HandshakeFailures = s.handshakeTimeouts.Load(), s.handshakeFailures.Load()
+	st.ReadErrors, st.SinkErrors, st.SocketDrops = s.readErrs.Load(), s.sinkErrs.Load(), s.socketDrops.Load()
+	st.BudgetUsed, st.BudgetLimit = c.budget.Used()
 	return st
-}
-
-// gap counts a sequence gap of exporter, within the exporter bound.
-func (c *Collector) gap(exporter netip.Addr) {
-	exporter = exporter.Unmap()
-	c.mu.Lock()
-	if _, ok := c.gaps[exporter]; !ok && len(c.gaps) >= c.cfg.MaxExporters {
-		exporter = OtherExporter
-	}
-	c.gaps[exporter]++
-	c.mu.Unlock()
-}
-
-// ifaceNames bounds the distinct interface names passed on.
-type ifaceNames struct {
-	seen sync.Map // name → struct{}
-	n    atomic.Int64
-	max  int64
-}
-
-// admit returns name, or flow.OtherIface once max names were admitted.
-func (f *ifaceNames) admit(name string) string {
-	if _, ok := f.seen.Load(name); ok {
-		return name
-	}
-	if f.n.Add(1) > f.max {
-		f.n.Add(-1)
-		return flow.OtherIface
-	}
-	if _, dup := f.seen.LoadOrStore(name, struct{}{}); dup {
-		f.n.Add(-1)
-	}
-	return name
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -51,7 +52,7 @@ func randRecords(n int, seed uint64) []flow.Record {
 	r := rand.New(rand.NewPCG(seed, 1))
 	reasons := []flow.EndReason{flow.ReasonIdle, flow.ReasonActive, flow.ReasonEnd, flow.ReasonFull, flow.ReasonShutdown}
 	out := make([]flow.Record, n)
-	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
+	t0 := time.Now().Add(-3 * time.Hour).UnixMilli() // within the collector's clock skew bound of a day
 	for i := range out {
 		rec := &out[i]
 		if i%3 == 2 {
@@ -246,10 +247,11 @@ func TestHostile(t *testing.T) {
 	}
 }
 
-// TestGapsByExporter: a lost message is a gap of its exporter's address,
-// in Stats and in weir_collector_sequence_gaps_total{exporter}; past
-// MaxExporters, gaps count under "other".
-func TestGapsByExporter(t *testing.T) {
+// TestLossByExporter: a lost message is a gap of its exporter's address
+// and its records are counted lost, exactly, in Stats and in
+// weir_collector_sequence_gaps_total and weir_collector_lost_records_total
+// {exporter}; past MaxExporters, they count under "other".
+func TestLossByExporter(t *testing.T) {
 	c, m, stop := run(t, Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1, MaxExporters: 2})
 	defer stop()
 	var msgs [][]byte
@@ -268,6 +270,11 @@ func TestGapsByExporter(t *testing.T) {
 	if len(msgs) < 10 {
 		t.Fatalf("%d messages", len(msgs))
 	}
+	count := make([]uint64, len(msgs)) // records per message
+	d := ipfix.NewDecoder(ipfix.DecoderConfig{})
+	for i, b := range msgs {
+		d.Decode(netip.MustParseAddrPort("127.0.0.1:1"), b, func(*flow.Record) { count[i]++ })
+	}
 	// 127.0.0.2 loses one message, 127.0.0.3 two apart, 127.0.0.4 one
 	// (over the bound of two exporters), 127.0.0.5 none.
 	lose := map[string][]int{"127.0.0.2": {4}, "127.0.0.3": {3, 7}, "127.0.0.4": {5}, "127.0.0.5": nil}
@@ -285,14 +292,18 @@ func TestGapsByExporter(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // in order: the bound takes the first two with gaps
 	}
 	waitRecords(t, m, 1)
-	for end := time.Now().Add(5 * time.Second); c.Stats().SequenceGaps < 4 && time.Now().Before(end); {
+	for end := time.Now().Add(10 * time.Second); c.Stats().SequenceGaps < 4 && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	st := c.Stats()
-	g := st.GapsByExporter
-	if st.SequenceGaps != 4 || len(g) != 3 || g[netip.MustParseAddr("127.0.0.2")] != 1 ||
-		g[netip.MustParseAddr("127.0.0.3")] != 2 || g[OtherExporter] != 1 {
-		t.Fatalf("gaps %d by exporter %v", st.SequenceGaps, g)
+	g := st.LossByExporter
+	want := map[netip.Addr]ExporterLoss{
+		netip.MustParseAddr("127.0.0.2"): {Gaps: 1, Records: count[4]},
+		netip.MustParseAddr("127.0.0.3"): {Gaps: 2, Records: count[3] + count[7]},
+		OtherExporter:                    {Gaps: 1, Records: count[5]},
+	}
+	if st.SequenceGaps != 4 || st.LostRecords != count[3]+count[4]+count[5]+count[7] || !maps.Equal(g, want) || st.SocketDrops != 0 {
+		t.Fatalf("gaps %d, %d lost; by exporter %v, want %v", st.SequenceGaps, st.LostRecords, g, want)
 	}
 	reg := metrics.NewRegistry()
 	if err := reg.Register(c.Collector()); err != nil {
@@ -304,6 +315,9 @@ func TestGapsByExporter(t *testing.T) {
 		`weir_collector_sequence_gaps_total{exporter="127.0.0.2"} 1`,
 		`weir_collector_sequence_gaps_total{exporter="127.0.0.3"} 2`,
 		`weir_collector_sequence_gaps_total{exporter="other"} 1`,
+		fmt.Sprintf(`weir_collector_lost_records_total{exporter="127.0.0.3"} %d`, count[3]+count[7]),
+		fmt.Sprintf(`weir_collector_lost_records_total{exporter="other"} %d`, count[5]),
+		`weir_collector_socket_drops_total 0`,
 	} {
 		if !strings.Contains(out.String(), l+"\n") {
 			t.Errorf("metrics lack %s:\n%s", l, out.String())

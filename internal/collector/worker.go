@@ -1,17 +1,15 @@
 package collector
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"os"
-	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -27,23 +25,36 @@ type worker struct {
 	batch []flow.Record
 	since time.Time // when the batch's first record came
 	pub   ipfix.DecodeStats
-	name  string // the last interface name admitted, and what it became
-	as    string
+	from  netip.Addr // the exporter of the message being decoded
+	// The last interface name admitted, its exporter, what it became
+	// and why: records of one exporter mostly repeat a name.
+	name, as string
+	nameFrom netip.Addr
+	why      nameRefusal
 }
 
-func (c *Collector) newWorker() *worker {
-	w := &worker{c: c, dec: ipfix.NewDecoder(c.cfg.Decoder), batch: make([]flow.Record, 0, c.cfg.Batch)}
+// newWorker returns a worker; stream workers' decoders keep their
+// templates as long as the connection.
+func (c *Collector) newWorker(stream bool) *worker {
+	cfg := c.cfg.Decoder
+	cfg.Stream = stream
+	w := &worker{c: c, dec: ipfix.NewDecoder(cfg), batch: make([]flow.Record, 0, min(c.cfg.Batch, 64))}
 	c.mu.Lock()
 	c.workers[w] = struct{}{}
 	c.mu.Unlock()
 	return w
 }
 
-// emit is the decoder's callback: it copies the record into the batch.
+// emit is the decoder's callback: it bounds the interface names and
+// copies the record into the batch.
 func (w *worker) emit(r *flow.Record) {
 	if r.Iface != "" {
-		if r.Iface != w.name { // records of one exporter mostly repeat a name
-			w.name, w.as = r.Iface, w.c.names.admit(r.Iface)
+		if r.Iface != w.name || w.from != w.nameFrom {
+			w.name, w.nameFrom = r.Iface, w.from
+			w.as, w.why = w.c.ex.admit(w.from, r.Iface)
+		}
+		if w.why != nameOK {
+			w.c.ex.refused(w.why)
 		}
 		r.Iface = w.as
 	}
@@ -51,9 +62,15 @@ func (w *worker) emit(r *flow.Record) {
 		w.since = time.Now()
 	}
 	w.batch = append(w.batch, *r)
-	if len(w.batch) == cap(w.batch) {
+	if len(w.batch) >= w.c.cfg.Batch {
 		w.flush()
 	}
+}
+
+// decode decodes one message from exporter.
+func (w *worker) decode(from netip.AddrPort, msg []byte) {
+	w.from = from.Addr()
+	_ = w.dec.Decode(from, msg, w.emit) // errors are counted by reason in the decoder
 }
 
 // flush hands the batch to the sink and publishes the counters.
@@ -75,8 +92,10 @@ func (w *worker) due() bool {
 	return len(w.batch) > 0 && time.Since(w.since) >= w.c.cfg.FlushInterval
 }
 
-// retire flushes and folds the worker's counters into the collector's.
+// retire flushes, gives back the decoder's template state and folds the
+// worker's counters into the collector's.
 func (w *worker) retire() {
+	w.dec.Close() // its sessions' budget goes back; the gauges are 0
 	w.flush()
 	w.c.mu.Lock()
 	delete(w.c.workers, w)
@@ -84,14 +103,18 @@ func (w *worker) retire() {
 	w.c.mu.Unlock()
 }
 
-// listenUDP binds a UDP socket with SO_REUSEPORT and a large receive
-// buffer: SO_RCVBUFFORCE when privileged (past net.core.rmem_max), else
-// SO_RCVBUF (capped by the kernel).
+// listenUDP binds a UDP socket with SO_REUSEPORT, SO_RXQ_OVFL (each
+// datagram then says how many the socket dropped so far) and a large
+// receive buffer: SO_RCVBUFFORCE when privileged (past
+// net.core.rmem_max), else SO_RCVBUF (capped by the kernel).
 func listenUDP(addr string, rcvbuf int) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
 			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); serr != nil {
+				return
+			}
+			if serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); serr != nil {
 				return
 			}
 			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
@@ -110,23 +133,45 @@ func listenUDP(addr string, rcvbuf int) (*net.UDPConn, error) {
 	return pc.(*net.UDPConn), nil
 }
 
+// rxqOvfl returns the drop count of an SO_RXQ_OVFL control message in
+// oob, if there is one (parsed in place: ParseSocketControlMessage would
+// allocate per datagram once a socket has dropped any).
+func rxqOvfl(oob []byte) (uint32, bool) {
+	for len(oob) >= unix.SizeofCmsghdr {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || n > len(oob) {
+			return 0, false
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SO_RXQ_OVFL && n >= unix.CmsgLen(4) {
+			return binary.NativeEndian.Uint32(oob[unix.CmsgLen(0):]), true
+		}
+		oob = oob[min(unix.CmsgSpace(n-unix.CmsgLen(0)), len(oob)):]
+	}
+	return 0, false
+}
+
 // serveUDP reads datagrams until the socket is closed. The read deadline
-// wakes the loop to hand over a partial batch when traffic pauses.
+// wakes the loop to hand over a partial batch when traffic pauses (and to
+// forget sessions whose time is up).
 func (c *Collector) serveUDP(conn *net.UDPConn) {
-	w := c.newWorker()
+	w := c.newWorker(false)
 	defer w.retire()
 	buf := make([]byte, 65536)
+	oob := make([]byte, unix.CmsgSpace(4))
+	var drops uint32 // the socket's drop count as last reported
 	var deadline time.Time
 	for {
 		if now := time.Now(); now.After(deadline.Add(-c.cfg.FlushInterval / 2)) { // re-arm at most twice per interval
 			deadline = now.Add(c.cfg.FlushInterval)
 			conn.SetReadDeadline(deadline)
 		}
-		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		n, oobn, _, from, err := conn.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				w.flush()
+				w.dec.Sweep()
 				deadline = time.Time{}
 				continue
 			case errors.Is(err, net.ErrClosed):
@@ -135,129 +180,13 @@ func (c *Collector) serveUDP(conn *net.UDPConn) {
 			c.stats.readErrs.Add(1)
 			continue
 		}
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		_ = w.dec.Decode(from, buf[:n], w.emit) // errors are counted by reason in the decoder
+		if v, ok := rxqOvfl(oob[:oobn]); ok && v != drops {
+			c.stats.socketDrops.Add(uint64(v - drops)) // modulo 2^32: the kernel's counter wraps
+			drops = v
+		}
+		w.decode(netip.AddrPortFrom(from.Addr().Unmap(), from.Port()), buf[:n])
 		if w.due() {
 			w.flush()
 		}
 	}
-}
-
-// connSet tracks open stream connections so Run can close them.
-type connSet struct {
-	mu sync.Mutex
-	m  map[net.Conn]struct{}
-}
-
-func (s *connSet) add(c net.Conn) {
-	s.mu.Lock()
-	s.m[c] = struct{}{}
-	s.mu.Unlock()
-}
-
-func (s *connSet) remove(c net.Conn) {
-	s.mu.Lock()
-	delete(s.m, c)
-	s.mu.Unlock()
-}
-
-func (s *connSet) closeAll() {
-	s.mu.Lock()
-	for c := range s.m {
-		c.Close()
-	}
-	s.mu.Unlock()
-}
-
-// accept serves a stream listener's connections until it is closed.
-func (c *Collector) accept(l net.Listener, conns *sync.WaitGroup, live *connSet) {
-	for {
-		conn, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			c.stats.readErrs.Add(1)
-			time.Sleep(10 * time.Millisecond) // e.g. EMFILE: do not spin
-			continue
-		}
-		if c.conns.Load() >= int64(c.cfg.MaxConns) {
-			c.stats.rejected.Add(1)
-			conn.Close()
-			continue
-		}
-		c.stats.accepted.Add(1)
-		c.conns.Add(1)
-		live.add(conn)
-		conns.Add(1)
-		go func() {
-			defer conns.Done()
-			defer c.conns.Add(-1)
-			defer live.remove(conn)
-			defer conn.Close()
-			c.serveStream(conn)
-		}()
-	}
-}
-
-// serveStream reads IPFIX messages framed by their length field. The
-// connection is one transport session: its decoder (and so its templates)
-// ends with it. A header that is not IPFIX cannot be resynchronised and
-// closes the connection, counted.
-func (c *Collector) serveStream(conn net.Conn) {
-	w := c.newWorker()
-	defer w.retire()
-	var peer netip.AddrPort
-	if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
-		peer = netip.AddrPortFrom(ta.AddrPort().Addr().Unmap(), ta.AddrPort().Port())
-	}
-	r := bufio.NewReaderSize(conn, 64<<10)
-	msg := make([]byte, ipfix.MaxMTU)
-	for {
-		if err := c.readFull(conn, r, w, msg[:4]); err != nil {
-			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, errEOF) {
-				c.stats.readErrs.Add(1)
-			}
-			return
-		}
-		n := int(binary.BigEndian.Uint16(msg[2:]))
-		if binary.BigEndian.Uint16(msg) != ipfix.Version || n < 16 {
-			w.dec.Decode(peer, msg[:4], w.emit) // counted by the decoder (bad version or length)
-			return
-		}
-		if err := c.readFull(conn, r, w, msg[4:n]); err != nil {
-			c.stats.readErrs.Add(1)
-			return
-		}
-		_ = w.dec.Decode(peer, msg[:n], w.emit)
-		if w.due() {
-			w.flush()
-		}
-	}
-}
-
-// errEOF is a clean end of stream between messages.
-var errEOF = errors.New("end of stream")
-
-// readFull fills b from r; when no data comes for the flush interval it
-// hands the worker's partial batch over and keeps reading (a timeout in
-// the middle of a message loses nothing: the bytes read so far stay).
-func (c *Collector) readFull(conn net.Conn, r *bufio.Reader, w *worker, b []byte) error {
-	got := 0
-	for got < len(b) {
-		conn.SetReadDeadline(time.Now().Add(c.cfg.FlushInterval))
-		n, err := r.Read(b[got:])
-		got += n
-		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				w.flush()
-				continue
-			case got == 0 && len(b) == 4 && errors.Is(err, io.EOF):
-				return errEOF
-			}
-			return err
-		}
-	}
-	return nil
 }
