@@ -144,6 +144,19 @@ type listener struct {
 // returns the collector that will write records to out. out must be safe
 // for concurrent use (a sink.Queue is).
 func New(cfg Config, out sink.Sink) (*Collector, error) {
+	c := newCollector(cfg, out)
+	for _, l := range c.cfg.Listen {
+		if err := c.listen(l); err != nil {
+			c.closeAll()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// newCollector returns a collector of cfg (defaults set) that listens
+// nowhere yet.
+func newCollector(cfg Config, out sink.Sink) *Collector {
 	if len(cfg.Listen) == 0 {
 		cfg.Listen = []string{DefaultListen}
 	}
@@ -178,13 +191,7 @@ func New(cfg Config, out sink.Sink) (*Collector, error) {
 		}
 	}
 	c.cfg.Decoder.Budget, c.cfg.Decoder.MaxClockSkew = c.budget, cfg.MaxClockSkew
-	for _, l := range cfg.Listen {
-		if err := c.listen(l); err != nil {
-			c.closeAll()
-			return nil, err
-		}
-	}
-	return c, nil
+	return c
 }
 
 // or returns v, or def when v is not positive.
