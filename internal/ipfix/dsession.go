@@ -198,9 +198,14 @@ func (d *Decoder) sweep(now time.Time) int {
 
 // Sweep forgets the sessions whose time is up: silent for the template
 // timeout, or without a flow record for DatalessTimeout since they began.
-// Decode does it at most once a second; a collector calls it when its
-// socket is idle too, so that their budget comes back without traffic.
-func (d *Decoder) Sweep() { d.sweep(d.cfg.Now()) }
+// Decode does it at most once a second, and so does Sweep; a collector
+// calls it when its socket is idle, so that their budget comes back
+// without traffic.
+func (d *Decoder) Sweep() {
+	if now := d.cfg.Now(); now.After(d.nextSweep) {
+		d.sweep(now)
+	}
+}
 
 // evict forgets session v, counted.
 func (d *Decoder) evict(v *session, why EvictReason) {
