@@ -91,10 +91,13 @@ type Config struct {
 	HandshakeTimeout  time.Duration
 	IdleConnTimeout   time.Duration
 	// MaxIfaces and MaxIfacesPerExporter bound the distinct interface
-	// names passed on, in all and introduced by one exporter address.
+	// names passed on, in all and introduced by one exporter address (of
+	// the first MaxExporters; later ones only by MaxIfaces).
 	MaxIfaces            int
 	MaxIfacesPerExporter int
-	MaxExporters         int
+	// MaxExporters bounds the exporter addresses counted apart: losses
+	// (later ones count under OtherExporter) and names.
+	MaxExporters int
 	// TemplateBudget is the bytes of template state all decoders hold
 	// together (default ipfix.DefaultBudget), ExporterLimits what one
 	// exporter address may hold of it.

@@ -19,8 +19,9 @@ type ExporterLoss struct {
 
 // exporters keeps what is counted per exporter address: sequence losses
 // and the interface names each introduced. The first max addresses get
-// an entry of their own; later ones share OtherExporter's, so the table
-// (and the metrics' label set) stays bounded.
+// an entry of their own; later ones share OtherExporter's losses, and
+// their names are bounded only by maxNames in all, so the table (and the
+// metrics' label set) stays bounded.
 type exporters struct {
 	max, maxNames, perExporter int
 
@@ -79,7 +80,7 @@ const (
 
 // admit returns what interface name a record of exporter a named name
 // carries: name, or flow.OtherIface once a introduced perExporter names
-// or maxNames are in use.
+// (a of the first max exporters) or maxNames are in use.
 func (e *exporters) admit(a netip.Addr, name string) (string, nameRefusal) {
 	if name == "" || name == flow.OtherIface {
 		return name, nameOK
@@ -87,17 +88,25 @@ func (e *exporters) admit(a netip.Addr, name string) (string, nameRefusal) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	x := e.entry(a)
-	if _, ok := x.names[name]; ok {
-		return name, nameOK
+	if x == e.by[OtherExporter] {
+		x = nil // past the bound: only the bound in all applies
 	}
-	if len(x.names) >= e.perExporter {
-		return flow.OtherIface, namePerExporter
+	if x != nil {
+		if _, ok := x.names[name]; ok {
+			return name, nameOK
+		}
+		if len(x.names) >= e.perExporter {
+			return flow.OtherIface, namePerExporter
+		}
 	}
 	if _, ok := e.names[name]; !ok {
 		if len(e.names) >= e.maxNames {
 			return flow.OtherIface, nameGlobal
 		}
 		e.names[name] = struct{}{}
+	}
+	if x == nil {
+		return name, nameOK
 	}
 	if x.names == nil {
 		x.names = map[string]struct{}{}

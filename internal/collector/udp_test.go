@@ -72,14 +72,22 @@ func TestSocketDrops(t *testing.T) {
 		send()
 	}
 	close(g.open)
+	rc, err := c.udp[0].SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := func() (n int) { // the next datagram's size: 0 when none is queued (SIOCINQ, udp(7))
+		rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		return n
+	}
 	var last uint64
 	waitFor(t, "the queued datagrams to be read", func() bool {
 		n := c.Stats().Messages[2]
-		if n == last && n > 0 {
+		if n == last && n > 0 && queued() == 0 {
 			return true
 		}
 		last = n
-		time.Sleep(100 * time.Millisecond) // settled when two reads 100 ms apart agree
+		time.Sleep(100 * time.Millisecond) // settled when the queue is empty and two reads 100 ms apart agree
 		return false
 	})
 	send() // carries the final count
