@@ -114,7 +114,7 @@ func TestHostileLayout(t *testing.T) {
 		}
 		s := sim{table: map[string]string{}, names: map[string]struct{}{}}
 		var seq uint32
-		for range 150 {
+		for range 80 {
 			var recs []hostileRecord
 			for size := 16 + 2*len(layoutTemplate) + 8; ; {
 				r := hostileRecord{name: randName()}

@@ -24,6 +24,7 @@ type worker struct {
 	dec   *ipfix.Decoder
 	batch []flow.Record
 	since time.Time // when the batch's first record came
+	pubAt time.Time // when pub was last set
 	pub   ipfix.DecodeStats
 	from  netip.Addr // the exporter of the message being decoded
 	// The last interface name admitted, its exporter, what it became
@@ -82,14 +83,18 @@ func (w *worker) flush() {
 		w.batch = w.batch[:0]
 	}
 	st := w.dec.Stats()
+	w.pubAt = time.Now()
 	w.c.mu.Lock()
 	w.pub = st
 	w.c.mu.Unlock()
 }
 
-// due reports whether a partial batch has waited long enough.
+// due reports whether a partial batch has waited long enough, or the
+// published counters are that old (a flood of templates has no records
+// to flush, but its counters must show).
 func (w *worker) due() bool {
-	return len(w.batch) > 0 && time.Since(w.since) >= w.c.cfg.FlushInterval
+	now := time.Now()
+	return (len(w.batch) > 0 && now.Sub(w.since) >= w.c.cfg.FlushInterval) || now.Sub(w.pubAt) >= w.c.cfg.FlushInterval
 }
 
 // retire flushes, gives back the decoder's template state and folds the
