@@ -137,7 +137,7 @@ func TestHostileLayout(t *testing.T) {
 				}
 				recs = append(recs, r)
 				// What the decoder and the collector make of the name.
-				key := string(r.name[:min(len(r.name), ipfix.MaxNameLen+3)])
+				key := string(r.name[:min(len(r.name), ipfix.MaxNameKey)])
 				name, ok := s.table[key]
 				if !ok && len(s.table) < 256 {
 					b, _ := ipfix.SanitiseName(nil, []byte(key))

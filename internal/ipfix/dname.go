@@ -15,13 +15,15 @@ import (
 // MaxNameLen bounds an interface name from the network, in bytes.
 const MaxNameLen = 64
 
-// maxNameKey is how much of a name as sent can change what it becomes:
-// a rune starting before byte MaxNameLen ends by MaxNameLen+3, and every
-// byte sent becomes at least one byte of the name, so later bytes are
-// always cut.
-const maxNameKey = MaxNameLen + 3
+// MaxNameKey is how much of a name as sent decides what it becomes (the
+// decoder interns names by it): a rune sent becomes at least 3/4 of its
+// length (an unprintable 4-byte rune becomes the 3-byte U+FFFD; anything
+// else as long or longer), so a name of MaxNameLen bytes comes from at
+// most MaxNameLen*4/3 bytes sent, and the rune after them, which decides
+// the cut, ends 4 bytes later at most.
+const MaxNameKey = MaxNameLen*4/3 + 4
 
-// ifName is an interned interface name: as sent (cut to maxNameKey) and
+// ifName is an interned interface name: as sent (cut to MaxNameKey) and
 // as passed on.
 type ifName struct{ raw, name string }
 
@@ -65,8 +67,8 @@ func (d *Decoder) name(s *session, b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	if len(b) > maxNameKey {
-		b = b[:maxNameKey]
+	if len(b) > MaxNameKey {
+		b = b[:MaxNameKey]
 	}
 	if string(b) == s.lastRaw {
 		return s.lastName

@@ -46,7 +46,7 @@ func TestSanitiseName(t *testing.T) {
 
 // FuzzSanitiseName: any bytes give printable UTF-8 of at most 64 bytes,
 // unchanged exactly when the input was already that, the same from the
-// input cut to maxNameKey (what the decoder interns by), and stable.
+// input cut to MaxNameKey (what the decoder interns by), and stable.
 func FuzzSanitiseName(f *testing.F) {
 	for _, s := range []string{"eth0", "\x1b]0;x\x07", "a\xffb", strings.Repeat("é", 40), strings.Repeat("x", 61) + "\U0001F600"} {
 		f.Add([]byte(s))
@@ -65,8 +65,8 @@ func FuzzSanitiseName(f *testing.F) {
 		if changed == printable || (!changed && !bytes.Equal(got, b)) {
 			t.Fatalf("%q → %q, changed %v", b, got, changed)
 		}
-		if cut, _ := SanitiseName(nil, b[:min(len(b), maxNameKey)]); !bytes.Equal(cut, got) {
-			t.Fatalf("%q → %q, but cut to %d bytes → %q", b, got, maxNameKey, cut)
+		if cut, _ := SanitiseName(nil, b[:min(len(b), MaxNameKey)]); !bytes.Equal(cut, got) {
+			t.Fatalf("%q → %q, but cut to %d bytes → %q", b, got, MaxNameKey, cut)
 		}
 		if again, ch := SanitiseName(nil, got); ch || !bytes.Equal(again, got) {
 			t.Fatalf("%q → %q → %q", b, got, again)

@@ -39,7 +39,7 @@ type session struct {
 	// one tells whether it was late or the exporter restarted.
 	back                      bool
 	backSeq, backN, backFlows uint32
-	names                     map[string]ifName // interface names by their raw bytes (cut to maxNameKey)
+	names                     map[string]ifName // interface names by their raw bytes (cut to MaxNameKey)
 	sampling                  uint32            // 1-in-N of records that name no selector: options data without one, or the v5 header
 	selectors                 map[uint64]uint32 // selectorId → 1-in-N, from options data (at most maxSelectors)
 	lastSel                   uint64            // the selector last looked up
