@@ -54,6 +54,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitStats polls cond on c's counters for up to 20 s, and shows them if
+// it does not hold by then.
+func waitStats(t *testing.T, c *Collector, what string, cond func(Stats) bool) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); !cond(c.Stats()); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited 20 s for %s: %+v", what, c.Stats())
+		}
+	}
+}
+
 // dialFrom connects to addr from the loopback address src.
 func dialFrom(t *testing.T, src, addr string) net.Conn {
 	t.Helper()
@@ -100,15 +111,15 @@ func encodeMsgs(t *testing.T, cfg ipfix.Config, recs []flow.Record) [][]byte {
 }
 
 // TestStuckClients: TLS clients that send nothing or half a ClientHello
-// are closed after the handshake timeout, a client without a certificate
-// at once, a silent TCP client after the idle timeout, each counted; the
-// slots come back, the collector does not spin (the old per-read
-// deadline made a failed handshake's error repeat at once, forever, on
-// two cores), and an exporter still delivers everything.
+// are closed after the handshake timeout, a silent TCP client after the
+// idle timeout, each counted; the slots come back, the collector does not
+// spin (the old per-read deadline made a failed handshake's error repeat
+// at once, forever, on two cores), and an exporter still delivers
+// everything.
 func TestStuckClients(t *testing.T) {
-	srv, cli := tlsConfigs(t)
+	srv, _ := tlsConfigs(t)
 	c, m, stop := run(t, Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: srv,
-		HandshakeTimeout: 300 * time.Millisecond, IdleConnTimeout: 500 * time.Millisecond})
+		HandshakeTimeout: 500 * time.Millisecond, IdleConnTimeout: 500 * time.Millisecond})
 	defer stop()
 	tlsAddr, tcpAddr := c.Addrs()[0].String(), c.Addrs()[1].String()
 	var clients []net.Conn
@@ -127,15 +138,8 @@ func TestStuckClients(t *testing.T) {
 	for range 5 {
 		clients = append(clients, dialFrom(t, "127.0.0.3", tcpAddr))
 	}
-	noCert := cli.Clone()
-	noCert.Certificates = nil
-	if k, err := tls.Dial("tcp", tlsAddr, noCert); err == nil { // TLS 1.3: the client may finish first
-		k.Read(make([]byte, 1))
-		k.Close()
-	}
-	waitFor(t, "the handshake and idle timeouts", func() bool {
-		st := c.Stats()
-		return st.HandshakeTimeouts == 10 && st.HandshakeFailures == 1 && st.ConnsIdleClosed == 5 && st.ConnsOpen == 0
+	waitStats(t, c, "the handshake and idle timeouts", func(st Stats) bool {
+		return st.HandshakeTimeouts == 10 && st.ConnsIdleClosed == 5 && st.ConnsOpen == 0
 	})
 	for _, k := range clients { // the collector closed them: reads end
 		k.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -149,9 +153,29 @@ func TestStuckClients(t *testing.T) {
 		t.Errorf("idle collector used %v of CPU in %v", used, wall)
 	}
 	want := randRecords(300, 11)
-	exportTo(t, "ipfix+tls://"+tlsAddr, cli, want)
+	exportTo(t, "ipfix+tcp://"+tcpAddr, nil, want) // over TLS in TestRoundTrip, with the default handshake timeout
 	waitRecords(t, m, len(want))
-	if st := c.Stats(); st.ReadErrors != 0 || st.Records != uint64(len(want)) {
+	if st := c.Stats(); st.ReadErrors != 0 || st.Records != uint64(len(want)) || st.HandshakeFailures != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestHandshakeFailed: a client without the certificate the collector
+// requires is closed at once, counted as a failed handshake (not a
+// timeout, not a read error).
+func TestHandshakeFailed(t *testing.T) {
+	srv, cli := tlsConfigs(t)
+	c, _, stop := run(t, Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: srv})
+	defer stop()
+	noCert := cli.Clone()
+	noCert.Certificates = nil
+	if k, err := tls.Dial("tcp", c.Addrs()[0].String(), noCert); err == nil { // TLS 1.3: the client may finish first
+		k.SetReadDeadline(time.Now().Add(10 * time.Second))
+		k.Read(make([]byte, 1))
+		k.Close()
+	}
+	waitStats(t, c, "the failed handshake", func(st Stats) bool { return st.HandshakeFailures == 1 && st.ConnsOpen == 0 })
+	if st := c.Stats(); st.HandshakeTimeouts != 0 || st.ReadErrors != 0 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -199,10 +223,7 @@ func TestSlowloris(t *testing.T) {
 		k.Write([]byte{0})
 		held = append(held, k)
 	}
-	waitFor(t, "the slowloris connections to be sorted", func() bool {
-		st := c.Stats()
-		return st.ConnsAccepted+st.ConnsRejectedPerSource == 200
-	})
+	waitStats(t, c, "the slowloris connections to be sorted", func(st Stats) bool { return st.ConnsAccepted+st.ConnsRejectedPerSource == 200 })
 	want := randRecords(326, 13)
 	exportTo(t, "ipfix+tcp://"+addr, nil, want)
 	waitRecords(t, m, len(want))
@@ -238,7 +259,7 @@ func TestShutdownStuck(t *testing.T) {
 		}
 		clients = append(clients, k)
 	}
-	waitFor(t, "300 connections", func() bool { return c.Stats().ConnsOpen == 300 })
+	waitStats(t, c, "300 connections", func(st Stats) bool { return st.ConnsOpen == 300 })
 	t0 := time.Now()
 	cancel()
 	select {

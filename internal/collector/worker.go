@@ -74,19 +74,20 @@ func (w *worker) decode(from netip.AddrPort, msg []byte) {
 	_ = w.dec.Decode(from, msg, w.emit) // errors are counted by reason in the decoder
 }
 
-// flush hands the batch to the sink and publishes the counters.
+// flush publishes the counters and hands the batch to the sink (in that
+// order: whoever sees the records in the sink sees them counted).
 func (w *worker) flush() {
+	st := w.dec.Stats()
+	w.pubAt = time.Now()
+	w.c.mu.Lock()
+	w.pub = st
+	w.c.mu.Unlock()
 	if len(w.batch) > 0 {
 		if err := w.c.out.Write(w.batch); err != nil {
 			w.c.stats.sinkErrs.Add(1)
 		}
 		w.batch = w.batch[:0]
 	}
-	st := w.dec.Stats()
-	w.pubAt = time.Now()
-	w.c.mu.Lock()
-	w.pub = st
-	w.c.mu.Unlock()
 }
 
 // due reports whether a partial batch has waited long enough, or the
