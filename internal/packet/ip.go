@@ -69,16 +69,24 @@ func (d *Decoder) ipv4(data []byte, off, wireLen int, p *flow.Packet) bool {
 	if hl < ipv4MinHeaderLen {
 		return d.fail(ReasonBadIPv4HeaderLength)
 	}
-	if len(b) < hl {
-		return d.fail(ReasonTruncatedIPv4)
-	}
 	ipLen := int(binary.BigEndian.Uint16(b[ipv4LenOff:]))
+	frag := binary.BigEndian.Uint16(b[ipv4FragOff:])
+	proto := b[ipv4ProtoOff]
 	if ipLen == 0 {
-		ipLen = avail(data, off, wireLen) // >= len(b) >= hl
-		d.stats.IPLengthFromFrame++
+		// Only segmentation offload leaves the length 0 (a TCP or UDP
+		// super-packet captured before the NIC cut it), never in a
+		// later fragment.
+		if (proto != protoTCP && proto != protoUDP) || frag&ipv4OffsetMask != 0 {
+			return d.fail(ReasonZeroIPLength)
+		}
+		ipLen = avail(data, off, wireLen) // >= len(b) >= 20
+		if ipLen < hl {
+			return d.fail(ReasonTruncatedIPv4)
+		}
 		if ipLen > math.MaxUint32 { // a bogus wire length: Length could not hold it
 			return d.fail(ReasonIPLengthExceedsFrame)
 		}
+		d.stats.IPLengthFromFrame++
 	} else {
 		if ipLen < hl {
 			return d.fail(ReasonBadIPv4TotalLength)
@@ -91,15 +99,27 @@ func (d *Decoder) ipv4(data []byte, off, wireLen int, p *flow.Packet) bool {
 	k.IPVersion = 4
 	setAddr4(&k.SrcAddr, b[ipv4SrcOff:ipv4SrcOff+4])
 	setAddr4(&k.DstAddr, b[ipv4DstOff:ipv4DstOff+4])
-	proto := b[ipv4ProtoOff]
 	k.Proto = proto
 	p.Length = uint32(ipLen)
-	frag := binary.BigEndian.Uint16(b[ipv4FragOff:])
-	if frag&ipv4OffsetMask != 0 {
+	switch {
+	case frag&ipv4OffsetMask != 0:
 		d.laterFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
-	} else {
+	case len(b) < hl:
+		// The snap length cut the options (the header is within the IP
+		// length, so the frame had them): a portless flow keeps the bytes.
+		d.stats.CutHeaders++
+	default:
 		if !d.transport(p, proto, b, hl, ipLen) {
 			return false
+		}
+		if d.decap != 0 && !d.inner {
+			if frag&ipv4MoreFrags == 0 {
+				if d.tunnel(p, proto, data, off, hl, ipLen) {
+					return true // the inner packet was decoded and counted
+				}
+			} else {
+				d.fragmentedTunnel(p, proto)
+			}
 		}
 		if frag&ipv4MoreFrags != 0 {
 			d.firstFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
@@ -123,18 +143,21 @@ func (d *Decoder) ipv6(data []byte, off, wireLen int, p *flow.Packet) bool {
 	nh := b[ipv6NextOff]
 	ipLen := ipv6HeaderLen + int(binary.BigEndian.Uint16(b[ipv6PayLenOff:]))
 	if ipLen == ipv6HeaderLen && nh != protoNoNext { // "no next header" may really be empty
-		jumbo := 0
-		if nh == protoHopByHop {
-			var ok bool
-			if jumbo, ok = jumboLength(b); !ok {
+		switch nh {
+		case protoHopByHop: // a Jumbo Payload option (RFC 2675; BIG TCP up to Linux 6.x)
+			jumbo, ok := jumboLength(b)
+			if !ok {
 				return d.fail(ReasonIPv6ExtTruncated)
 			}
-		}
-		if jumbo != 0 {
+			if jumbo == 0 {
+				return d.fail(ReasonZeroIPLength)
+			}
 			ipLen += jumbo
-		} else {
+		case protoTCP, protoUDP: // a BIG TCP super-packet without the hop-by-hop header
 			ipLen = avail(data, off, wireLen) // >= len(b) >= 40
 			d.stats.IPLengthFromFrame++
+		default:
+			return d.fail(ReasonZeroIPLength)
 		}
 	}
 	if (wireLen > 0 && ipLen > wireLen-off) || ipLen > math.MaxUint32 {
@@ -162,7 +185,7 @@ walk:
 				return d.fail(ReasonHeaderExceedsIPLength)
 			}
 			if t+2 > len(b) {
-				return d.fail(ReasonIPv6ExtTruncated)
+				return d.cutHeader(p, nh)
 			}
 			switch nh {
 			case protoFragment:
@@ -176,7 +199,10 @@ walk:
 				return d.fail(ReasonHeaderExceedsIPLength)
 			}
 			if t+hl > len(b) {
-				return d.fail(ReasonIPv6ExtTruncated)
+				return d.cutHeader(p, nh)
+			}
+			if b[t] == protoNoNext && (nh == protoMobility || nh == protoHIP || nh == protoShim6) {
+				break walk // the message is this header: key by it, as Wireshark shows it
 			}
 		default:
 			break walk // ESP, no-next-header or a transport protocol
@@ -201,9 +227,29 @@ walk:
 	if nh != protoESP && nh != protoNoNext && !d.transport(p, nh, b, t, ipLen) {
 		return false
 	}
+	if d.decap != 0 && !d.inner {
+		if !first {
+			if d.tunnel(p, nh, data, off, t, ipLen) {
+				return true // the inner packet was decoded and counted
+			}
+		} else {
+			d.fragmentedTunnel(p, nh)
+		}
+	}
 	if first {
 		d.firstFragment(p, fragNH, fragID)
 	}
+	d.stats.IPv6++
+	d.stats.Decoded++
+	return true
+}
+
+// cutHeader keys a packet whose IPv6 extension header nh the snap length
+// cut: addresses and IP length are known, the transport is not, so it
+// counts in a flow with protocol nh and no ports.
+func (d *Decoder) cutHeader(p *flow.Packet, nh uint8) bool {
+	p.Key.Proto = nh
+	d.stats.CutHeaders++
 	d.stats.IPv6++
 	d.stats.Decoded++
 	return true
