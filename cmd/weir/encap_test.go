@@ -68,6 +68,8 @@ func encapShapes() []encapShape {
 		// RFC 4448's frames carry one, so tell it.
 		{"mpls-pw", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.MPLS, p.PW = []uint32{16, 17}, true }, false,
 			[]string{"-d", "mpls.label==17,pwethcw"}},
+		{"mpls-pw-no-cw", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.MPLS, p.PW, p.PWNoCW = []uint32{18}, true, true }, false,
+			[]string{"-d", "mpls.label==18,pwethnocw"}},
 		{"vxlan", packet.LinkEthernet, tunnelWrap(craft.Tunnel{Kind: packet.TunnelVXLAN, Src: node4a, Dst: node4b, VNI: 1}), true, nil},
 		{"vxlan-8472-ipv6", packet.LinkEthernet, tunnelWrap(craft.Tunnel{Kind: packet.TunnelVXLAN, Src: node6a, Dst: node6b, VNI: 1, DstPort: 8472}), true, nil},
 		{"geneve", packet.LinkEthernet, tunnelWrap(craft.Tunnel{Kind: packet.TunnelGeneve, Src: node4a, Dst: node4b, Ethernet: true, Options: 8}), true, nil},

@@ -202,7 +202,9 @@ func (p *Packet) appendEncap(dst []byte, ipLen int) []byte {
 		dst = be32(dst, e)
 	}
 	if len(p.MPLS) > 0 && p.PW {
-		dst = be32(dst, 1) // control word: sequence number 1
+		if !p.PWNoCW {
+			dst = be32(dst, 1) // control word: sequence number 1
+		}
 		if p.Tunnel != nil {
 			q := *p
 			q.Src, q.Dst = p.Tunnel.Src, p.Tunnel.Dst

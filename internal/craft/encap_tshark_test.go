@@ -62,6 +62,7 @@ func encapCases() []encapCase {
 	add("eth:mpls:ip:tcp", with(tcp(eth, a4, b4), func(p *Packet) { p.MPLS = []uint32{1000, 2000} }))
 	add("eth:mpls:ipv6:udp", with(udp(eth, a6, b6), func(p *Packet) { p.MPLS = []uint32{16} }))
 	add("eth:mpls:pwethcw:eth:ip:udp", with(udp(eth, a4, b4), func(p *Packet) { p.MPLS, p.PW = []uint32{100, 200}, true }))
+	add("eth:mpls:eth:ipv6:tcp", with(tcp(eth, a6, b6), func(p *Packet) { p.MPLS, p.PW, p.PWNoCW = []uint32{301}, true, true })) // decoded as told: Wireshark would guess a control word
 	vx := &Tunnel{Kind: packet.TunnelVXLAN, Src: n4a, Dst: n4b, VNI: 42}
 	add("eth:ip:udp:vxlan:eth:ip:tcp", with(tcp(eth, a4, b4), func(p *Packet) { p.Tunnel = vx }))
 	add("eth:ipv6:udp:vxlan:eth:ipv6:udp", with(udp(eth, a6, b6), func(p *Packet) {
@@ -114,7 +115,7 @@ func TestTsharkEncap(t *testing.T) {
 		writePcap(t, path, link, frames)
 		fields := []string{"frame.protocols", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ip.len", "ipv6.plen",
 			"ip.checksum.status", "tcp.checksum.status", "udp.checksum.status", "gre.checksum.status"}
-		args := []string{"-n", "-r", path, "-d", "udp.port==8472,vxlan",
+		args := []string{"-n", "-r", path, "-d", "udp.port==8472,vxlan", "-d", "mpls.label==301,pwethnocw",
 			"-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
 			"-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,", "-E", "separator=|"}
 		for _, f := range fields {

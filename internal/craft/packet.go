@@ -38,6 +38,7 @@ type Packet struct {
 	PPPoE  bool     // a PPPoE session header (RFC 2516) after the VLAN tags
 	MPLS   []uint32 // an MPLS label stack (RFC 3032), outermost first, after the VLAN tags (and PPPoE)
 	PW     bool     // with MPLS: an Ethernet pseudowire (RFC 4448 control word and Ethernet header) after the labels
+	PWNoCW bool     // with PW: no control word, the Ethernet header right after the labels
 	Tunnel *Tunnel  // the IP packet travels in this tunnel
 
 	Src, Dst netip.Addr

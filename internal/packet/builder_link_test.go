@@ -50,15 +50,24 @@ func (f *fb) mpls(labels ...uint32) *fb {
 		}
 		f.add(ReasonTruncatedMPLS, be32(e)...)
 	}
-	f.afterMPLS = true
+	f.mplsBytes = 1
 	return f
 }
 
 // pw appends an Ethernet pseudowire's control word and Ethernet header.
 func (f *fb) pw(et uint16) *fb {
-	f.afterMPLS = false
+	f.mplsBytes = 0
 	f.add(ReasonTruncatedMPLS, 0, 0, 0, 1) // control word: sequence number 1
 	return f.add(ReasonTruncatedMPLS, cat([]byte{0x02, 0, 0, 0, 0, 0x03, 0x02, 0, 0, 0, 0, 0x04}, be16(et))...)
+}
+
+// pwNoCW appends an Ethernet pseudowire's Ethernet header without a
+// control word (the destination MAC begins with a 0 nibble, like one).
+func (f *fb) pwNoCW(et uint16) *fb {
+	f.mplsBytes = 0
+	f.add(ReasonTruncatedMPLS, cat([]byte{0x00, 0x1b, 0x21, 0, 0, 0x03, 0x00, 0x1b, 0x21, 0, 0, 0x04}, be16(et))...)
+	f.mplsBytes = pwControlWord // the decoder needs the 4 bytes after it to tell
+	return f
 }
 
 // innerEth appends an Ethernet header inside a tunnel, cut with reason.

@@ -41,7 +41,7 @@ type fb struct {
 	tlvLE  bool     // in little-endian order
 	nh     uint8    // the last Next Header written: the type of the next IPv6 extension header
 
-	afterMPLS bool // the next byte added follows a label stack
+	mplsBytes int // how many of the next bytes added a cut inside of fails as truncated_mpls
 }
 
 // ipMark is an IP header done() gives the length of everything after its start.
@@ -51,13 +51,14 @@ func newFrame(link LinkType) *fb { return &fb{link: link} }
 
 // add appends a header that a capture cut inside of fails with reason.
 func (f *fb) add(reason Reason, bs ...byte) *fb {
-	if f.afterMPLS && len(bs) > 0 {
-		// What follows a label stack is told by its first nibble: a
-		// capture ending before that byte ends in the MPLS layer.
-		f.afterMPLS = false
-		f.b = append(f.b, bs[0])
+	if n := min(f.mplsBytes, len(bs)); n > 0 {
+		// What follows a label stack is told by its first nibble, and a
+		// pseudowire without control word by its first 18 bytes: a
+		// capture ending before them ends in the MPLS layer.
+		f.mplsBytes -= n
+		f.b = append(f.b, bs[:n]...)
 		f.cuts = append(f.cuts, cut{end: len(f.b), reason: ReasonTruncatedMPLS})
-		bs = bs[1:]
+		bs = bs[n:]
 	}
 	f.b = append(f.b, bs...)
 	f.cuts = append(f.cuts, cut{end: len(f.b), reason: reason})

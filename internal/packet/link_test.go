@@ -60,6 +60,8 @@ func linkCases() []okCase {
 		{name: "mpls-16-labels", f: udp4(eth().eth(0x8847).mpls(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)), want: want4},
 		{name: "mpls-pw-ipv4", f: udp4(eth().eth(0x8847).mpls(100, 200).pw(0x0800)), want: want4},
 		{name: "mpls-pw-vlan-ipv6", f: tcp6(eth().eth(0x8847).mpls(100).pw(0x8100).vlan(77, 0x86dd)), want: want6},
+		{name: "mpls-pw-no-cw-ipv4", f: udp4(eth().eth(0x8847).mpls(100).pwNoCW(0x0800)), want: want4},
+		{name: "mpls-pw-no-cw-vlan-ipv6", f: tcp6(eth().eth(0x8847).mpls(100, 7).pwNoCW(0x8100).vlan(4, 0x86dd)), want: want6},
 		{name: "vlan-mpls-pw-vlan-ipv4", f: udp4(eth().eth(0x8100).vlan(5, 0x8847).mpls(100).pw(0x8100).vlan(77, 0x0800)), want: tagged(want4, 5)},
 	}
 }

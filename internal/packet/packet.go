@@ -24,10 +24,12 @@
 // and Cisco HDLC. Inside Ethernet: PPPoE sessions (PPP protocols 0x0021
 // IPv4, 0x0057 IPv6, 0x0281/0x0283 MPLS), MPLS label stacks up to
 // MaxMPLSLabels deep, followed by IPv4 or IPv6 by the first nibble after
-// the bottom of the stack, or, when that nibble is 0, an RFC 4448 control
-// word and an Ethernet frame (RFC 4448; without a control word a
-// pseudowire's frames are told from IP by nothing but the MAC address's
-// first nibble, which is why RFC 4928 asks for one). At most
+// the bottom of the stack, or, when that nibble is 0, an Ethernet
+// pseudowire: an RFC 4448 control word and an Ethernet frame, unless the
+// frame plainly starts right away (a common ethertype where a header
+// without control word has it, and none after a control word). A
+// pseudowire without control word whose MAC address begins with 4 or 6 is
+// read as IP: RFC 4928 is why pseudowires carry a control word. At most
 // MaxEncapsulations Ethernet headers nest in one frame.
 //
 // The packet is keyed by its outermost IP header. Non-IP frames are
@@ -149,6 +151,10 @@ const (
 	ethTypeMPLSMC   = 0x8848
 	ethTypeBridging = 0x6558 // transparent Ethernet bridging: an Ethernet frame follows (GRE, Geneve)
 	ethTypePPP      = 0x880b // PPP; also the bucket non-IP PPP frames are counted in
+
+	ethTypePPPoEDiscovery = 0x8863
+	ethTypeARP            = 0x0806
+	ethTypeLLDP           = 0x88cc
 )
 
 // Config sizes a Decoder. The zero value uses the defaults.
