@@ -101,7 +101,7 @@ by their first bytes), '-' for standard input, and several files (repeat
 --read or list them after it): they are read in order as one capture, so
 the timeouts run across the files and a flow spanning two files is one
 flow. Link types: Ethernet (VLAN tags, PPPoE, MPLS, Ethernet pseudowires),
-Linux cooked v1/v2, raw IP, BSD loopback (null, loop), NFLOG, PPP, Cisco
+Linux cooked v1/v2, raw IP, BSD loopback (null, loop), NFLOG, PPP, PPPoE, Cisco
 HDLC.
 
 Tunnels are keyed by their outer header. --decap vxlan,geneve,gre,ipip

@@ -1,6 +1,6 @@
 // Package packet decodes captured frames into flow.Packet values without
 // allocating: link layer (Ethernet, Linux cooked, raw IP, BSD loopback,
-// NFLOG, PPP and HDLC), VLAN tags, PPPoE sessions, MPLS label stacks and
+// NFLOG, PPP, PPPoE and HDLC), VLAN tags, PPPoE sessions, MPLS label stacks and
 // Ethernet pseudowires, IPv4/IPv6 (options, extension headers, fragments),
 // the transport header's ports, ICMP type/code and TCP flags, and, when
 // asked (Config.Decap), the packet inside a VXLAN, Geneve, GRE or IP-in-IP
@@ -17,6 +17,7 @@ const (
 	LinkEthernet LinkType = 1   // LINKTYPE_ETHERNET
 	LinkPPP      LinkType = 9   // LINKTYPE_PPP: a PPP protocol field, optionally after HDLC address/control bytes (RFC 1661/1662)
 	LinkPPPHDLC  LinkType = 50  // LINKTYPE_PPP_HDLC: PPP in HDLC-like framing, or Cisco HDLC
+	LinkPPPoE    LinkType = 51  // LINKTYPE_PPP_ETHER: a PPPoE session header, no Ethernet header
 	LinkRaw      LinkType = 101 // LINKTYPE_RAW: IPv4 or IPv6, told apart by the version nibble
 	LinkCHDLC    LinkType = 104 // LINKTYPE_C_HDLC: Cisco HDLC (address, control, ethertype)
 	LinkLoop     LinkType = 108 // LINKTYPE_LOOP: OpenBSD loopback, the address family in network byte order
@@ -38,6 +39,8 @@ func (l LinkType) String() string {
 		return "ppp"
 	case LinkPPPHDLC:
 		return "ppp-hdlc"
+	case LinkPPPoE:
+		return "ppp-ether"
 	case LinkRaw:
 		return "raw"
 	case LinkCHDLC:

@@ -22,6 +22,8 @@ func linkCases() []okCase {
 		{name: "null-ipv6-28", f: tcp6(newFrame(LinkNull).null(28, false)), want: want6},
 		{name: "null-ipv6-30", f: tcp6(newFrame(LinkNull).null(30, false)), want: want6},
 		{name: "loop-ipv4", f: udp4(newFrame(LinkLoop).null(2, true)), want: want4},
+		{name: "null-ethertype-ipv6", f: tcp6(newFrame(LinkNull).null(0x86dd, false)), want: want6},
+		{name: "null-bsdos-ppp", f: udp4(newFrame(LinkNull).ppp(0x0021, true, false)), want: want4},
 		{name: "loop-ipv6-24", f: tcp6(newFrame(LinkLoop).null(24, true)), want: want6},
 		// NFLOG: family, TLVs in either order, a bridged packet by its hw_protocol.
 		{name: "nflog-ipv4-le", f: udp4(newFrame(LinkNFLOG).nflog(2, 0x0800, true)), want: want4},
@@ -46,6 +48,7 @@ func linkCases() []okCase {
 		{name: "sll-ppphdlc", f: udp4(newFrame(LinkSLL).sllh(512, 0x0007).ppp(0x0021, true, false)), want: want4},
 		{name: "sll2-ppp-ipv6", f: tcp6(newFrame(LinkSLL2).sll2h(512, 0x86dd)), want: want6},
 		{name: "sll2-ipip-ipv4", f: udp4(newFrame(LinkSLL2).sll2h(768, 0x0800)), want: want4},
+		{name: "ppp-ether-ipv6", f: tcp6(newFrame(LinkPPPoE).pppoe(0x0057)), want: want6},
 		// PPPoE sessions, after VLAN tags too.
 		{name: "pppoe-ipv4", f: udp4(eth().eth(0x8864).pppoe(0x0021)), want: want4},
 		{name: "pppoe-ipv6", f: tcp6(eth().eth(0x8864).pppoe(0x0057)), want: want6},

@@ -21,6 +21,7 @@ const (
 	afInet6BSD    = 24 // NetBSD, OpenBSD, BSD/OS (and what Npcap writes)
 	afInet6FBSD   = 28 // FreeBSD, DragonFly BSD
 	afInet6Darwin = 30 // macOS, iOS
+	maxLLCLength  = 1500
 )
 
 // PPP (RFC 1661, 1662) and Cisco HDLC.
@@ -79,13 +80,20 @@ func (d *Decoder) otherLink(link LinkType, data []byte, wireLen int, p *flow.Pac
 		return d.ppp(data, 0, wireLen, p)
 	case LinkCHDLC:
 		return d.chdlc(data, wireLen, p)
+	case LinkPPPoE:
+		return d.pppoe(data, 0, wireLen, p, 0)
 	}
 	return d.fail(ReasonUnknownLinkType)
 }
 
 // loopback decodes BSD loopback: a 4-byte address family, taken in either
 // byte order (families are small: a value with high bits set is swapped).
+// As in Wireshark, a frame starting ff 03 is PPP (BSD/OS put PPP there)
+// and a "family" above 1500 is an ethertype.
 func (d *Decoder) loopback(data []byte, wireLen int, p *flow.Packet) bool {
+	if len(data) >= 2 && data[0] == pppAddress && data[1] == pppControl {
+		return d.ppp(data, 0, wireLen, p)
+	}
 	if len(data) < nullHeaderLen {
 		return d.fail(ReasonTruncatedLink)
 	}
@@ -93,11 +101,13 @@ func (d *Decoder) loopback(data []byte, wireLen int, p *flow.Packet) bool {
 	if fam > 0xffff {
 		fam = bits.ReverseBytes32(fam)
 	}
-	switch fam {
-	case afInet:
+	switch {
+	case fam == afInet:
 		return d.ipv4(data, nullHeaderLen, wireLen, p)
-	case afInet6BSD, afInet6FBSD, afInet6Darwin:
+	case fam == afInet6BSD || fam == afInet6FBSD || fam == afInet6Darwin:
 		return d.ipv6(data, nullHeaderLen, wireLen, p)
+	case fam > maxLLCLength && fam <= 0xffff:
+		return d.ether(data, uint16(fam), nullHeaderLen, wireLen, p, 0)
 	}
 	return d.nonIPLink()
 }

@@ -18,11 +18,13 @@
 // devices' 0x6558 is a bridged Ethernet frame; Linux's own 0x0007 is a PPP
 // frame; a netlink capture carries no IP), raw IP, BSD loopback
 // (LINKTYPE_NULL and LOOP: address family 2 for IPv4, 24, 28 or 30 for
-// IPv6, in either byte order), NFLOG (the NFULA_PAYLOAD TLV, by the
-// record's family or the packet header's ethertype), PPP with or without
-// HDLC address and control bytes and with 1- or 2-byte protocol fields,
-// and Cisco HDLC. Inside Ethernet: PPPoE sessions (PPP protocols 0x0021
-// IPv4, 0x0057 IPv6, 0x0281/0x0283 MPLS), MPLS label stacks up to
+// IPv6, in either byte order; as Wireshark reads them, a value above 1500
+// is an ethertype and a frame starting ff 03 is PPP), NFLOG (the
+// NFULA_PAYLOAD TLV, by the record's family or the packet header's
+// ethertype), PPP with or without HDLC address and control bytes and with
+// 1- or 2-byte protocol fields, Cisco HDLC, and PPPoE without Ethernet
+// (LINKTYPE_PPP_ETHER). Inside Ethernet: PPPoE sessions (PPP protocols
+// 0x0021 IPv4, 0x0057 IPv6, 0x0281/0x0283 MPLS), MPLS label stacks up to
 // MaxMPLSLabels deep, followed by IPv4 or IPv6 by the first nibble after
 // the bottom of the stack, or, when that nibble is 0, an Ethernet
 // pseudowire: an RFC 4448 control word and an Ethernet frame, unless the
