@@ -53,6 +53,7 @@ func encapShapes() []encapShape {
 		{"ppp", packet.LinkPPP, none, false, nil},
 		{"ppp-hdlc", packet.LinkPPPHDLC, none, false, nil},
 		{"c-hdlc", packet.LinkCHDLC, none, false, nil},
+		{"ppp-ether", packet.LinkPPPoE, none, false, nil},
 		{"sll-ppp", packet.LinkSLL, func(p *craft.Packet, _ bool) { p.ARPHRD = 512 }, false, nil},
 		{"sll2-tun", packet.LinkSLL2, func(p *craft.Packet, _ bool) { p.ARPHRD = 0xfffe }, false, nil},
 		{"pppoe", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.PPPoE = true }, false, nil},

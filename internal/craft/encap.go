@@ -185,14 +185,7 @@ func (p *Packet) appendEncap(dst []byte, ipLen int) []byte {
 		return dst
 	}
 	if p.PPPoE {
-		proto := uint16(pppIPv6)
-		if p.outerIs4() {
-			proto = pppIPv4
-		}
-		dst = append(dst, 0x11, 0)
-		dst = be16(dst, 0x2a) // session ID
-		dst = be16(dst, uint16(2+ipLen))
-		dst = be16(dst, proto)
+		dst = appendPPPoE(dst, p.outerIs4(), ipLen)
 	}
 	for i, l := range p.MPLS {
 		e := l<<12 | 64
@@ -213,6 +206,19 @@ func (p *Packet) appendEncap(dst []byte, ipLen int) []byte {
 		dst = p.innerEthernet(dst)
 	}
 	return dst
+}
+
+// appendPPPoE appends a PPPoE session header (session 0x2a) and the PPP
+// protocol of an IP packet of ipLen bytes.
+func appendPPPoE(dst []byte, v4 bool, ipLen int) []byte {
+	proto := uint16(pppIPv6)
+	if v4 {
+		proto = pppIPv4
+	}
+	dst = append(dst, 0x11, 0)
+	dst = be16(dst, 0x2a)
+	dst = be16(dst, uint16(2+ipLen))
+	return be16(dst, proto)
 }
 
 // encapLen is the length appendEncap writes.
@@ -268,6 +274,8 @@ func (p *Packet) appendOtherLink(dst []byte, ipLen int) []byte {
 		return be16(append(dst, 0xff, 0x03), proto)
 	case packet.LinkCHDLC:
 		return be16(append(dst, 0x0f, 0x00), p.linkEtherType())
+	case packet.LinkPPPoE:
+		return appendPPPoE(dst, v4, ipLen)
 	case packet.LinkNFLOG:
 		return p.appendNFLOG(dst, ipLen)
 	}

@@ -55,6 +55,7 @@ func encapCases() []encapCase {
 	add("ppp:ipv6:udp", udp(packet.LinkPPP, a6, b6))
 	add("ppp:ip:udp", udp(packet.LinkPPPHDLC, a4, b4))
 	add("chdlc:ipv6:tcp", tcp(packet.LinkCHDLC, a6, b6))
+	add("pppoes:ppp:ipv6:udp", udp(packet.LinkPPPoE, a6, b6))
 	add("sll:ip:udp", with(udp(packet.LinkSLL, a4, b4), func(p *Packet) { p.ARPHRD = 512 })) // ARPHRD_PPP
 	add("sll:ipv6:tcp", with(tcp(packet.LinkSLL2, a6, b6), func(p *Packet) { p.ARPHRD = 0xfffe }))
 	add("eth:pppoes:ppp:ip:tcp", with(tcp(eth, a4, b4), func(p *Packet) { p.PPPoE = true }))

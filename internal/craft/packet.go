@@ -27,7 +27,7 @@ import (
 // zeros). The zero TTL means 64. Keep IPLen under 65536: the IP length
 // fields are 16 bits wide.
 type Packet struct {
-	Link     packet.LinkType // LinkEthernet, LinkSLL, LinkSLL2, LinkRaw, LinkIPv4, LinkIPv6, LinkNull, LinkLoop, LinkNFLOG, LinkPPP, LinkPPPHDLC or LinkCHDLC
+	Link     packet.LinkType // LinkEthernet, LinkSLL, LinkSLL2, LinkRaw, LinkIPv4, LinkIPv6, LinkNull, LinkLoop, LinkNFLOG, LinkPPP, LinkPPPHDLC, LinkPPPoE or LinkCHDLC
 	VLANs    []uint16        // 802.1Q VLAN IDs, outermost first (Ethernet only)
 	QinQ     bool            // the outermost tag uses TPID 0x88a8 (802.1ad), the others 0x8100
 	Outgoing bool            // SLL/SLL2 packet type PACKET_OUTGOING (4) instead of PACKET_HOST (0)
