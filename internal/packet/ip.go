@@ -70,64 +70,67 @@ func (d *Decoder) ipv4(data []byte, off, wireLen int, p *flow.Packet) bool {
 		return d.fail(ReasonBadIPv4HeaderLength)
 	}
 	ipLen := int(binary.BigEndian.Uint16(b[ipv4LenOff:]))
-	frag := binary.BigEndian.Uint16(b[ipv4FragOff:])
-	proto := b[ipv4ProtoOff]
-	if ipLen == 0 {
-		// Only segmentation offload leaves the length 0 (a TCP or UDP
-		// super-packet captured before the NIC cut it), never in a
-		// later fragment.
-		if (proto != protoTCP && proto != protoUDP) || frag&ipv4OffsetMask != 0 {
-			return d.fail(ReasonZeroIPLength)
-		}
-		ipLen = avail(data, off, wireLen) // >= len(b) >= 20
-		if ipLen < hl {
-			return d.fail(ReasonTruncatedIPv4)
-		}
-		if ipLen > math.MaxUint32 { // a bogus wire length: Length could not hold it
-			return d.fail(ReasonIPLengthExceedsFrame)
-		}
-		d.stats.IPLengthFromFrame++
-	} else {
+	if ipLen != 0 { // the common case first: it falls through
 		if ipLen < hl {
 			return d.fail(ReasonBadIPv4TotalLength)
 		}
 		if wireLen > 0 && ipLen > wireLen-off {
 			return d.fail(ReasonIPLengthExceedsFrame)
 		}
+	} else if ipLen = d.zeroLength4(b, hl, avail(data, off, wireLen)); ipLen == 0 {
+		return false
 	}
 	k := &p.Key
 	k.IPVersion = 4
 	setAddr4(&k.SrcAddr, b[ipv4SrcOff:ipv4SrcOff+4])
 	setAddr4(&k.DstAddr, b[ipv4DstOff:ipv4DstOff+4])
+	proto := b[ipv4ProtoOff]
 	k.Proto = proto
 	p.Length = uint32(ipLen)
-	switch {
-	case frag&ipv4OffsetMask != 0:
-		d.laterFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
-	case len(b) < hl:
-		// The snap length cut the options (the header is within the IP
-		// length, so the frame had them): a portless flow keeps the bytes.
-		d.stats.CutHeaders++
-	default:
+	frag := binary.BigEndian.Uint16(b[ipv4FragOff:])
+	if frag&ipv4OffsetMask == 0 && len(b) >= hl { // the common case first
+		if d.decap != 0 && !d.inner { // one branch when off: the rest is in ipv4Tunnel
+			return d.ipv4Tunnel(p, proto, b, hl, ipLen, frag)
+		}
 		if !d.transport(p, proto, b, hl, ipLen) {
 			return false
-		}
-		if d.decap != 0 && !d.inner {
-			if frag&ipv4MoreFrags == 0 {
-				if d.tunnel(p, proto, data, off, hl, ipLen) {
-					return true // the inner packet was decoded and counted
-				}
-			} else {
-				d.fragmentedTunnel(p, proto)
-			}
 		}
 		if frag&ipv4MoreFrags != 0 {
 			d.firstFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
 		}
+	} else if frag&ipv4OffsetMask != 0 {
+		d.laterFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
+	} else {
+		// The snap length cut the options (the header is within the IP
+		// length, so the frame had them): a portless flow keeps the bytes.
+		d.stats.CutHeaders++
 	}
 	d.stats.IPv4++
 	d.stats.Decoded++
 	return true
+}
+
+// zeroLength4 returns the length of an IPv4 packet (header b, of length
+// hl) whose header says 0, or 0 after counting why it is malformed. Only
+// segmentation offload leaves the length 0 (a TCP or UDP super-packet
+// captured before the NIC cut it), never in a later fragment: then it is
+// the frame's, from the IP header on (frame bytes).
+func (d *Decoder) zeroLength4(b []byte, hl, frame int) int {
+	proto := b[ipv4ProtoOff]
+	if (proto != protoTCP && proto != protoUDP) || binary.BigEndian.Uint16(b[ipv4FragOff:])&ipv4OffsetMask != 0 {
+		d.fail(ReasonZeroIPLength)
+		return 0
+	}
+	if frame < hl { // frame >= len(b) >= 20
+		d.fail(ReasonTruncatedIPv4)
+		return 0
+	}
+	if frame > math.MaxUint32 { // a bogus wire length: Length could not hold it
+		d.fail(ReasonIPLengthExceedsFrame)
+		return 0
+	}
+	d.stats.IPLengthFromFrame++
+	return frame
 }
 
 // ipv6 decodes the IPv6 packet at data[off:], walking its extension headers.
@@ -224,17 +227,11 @@ walk:
 		t += hl
 	}
 	k.Proto = nh
+	if d.decap != 0 && !d.inner { // one branch when off: the rest is in ipv6Tunnel
+		return d.ipv6Tunnel(p, nh, b, t, ipLen, first, fragNH, fragID)
+	}
 	if nh != protoESP && nh != protoNoNext && !d.transport(p, nh, b, t, ipLen) {
 		return false
-	}
-	if d.decap != 0 && !d.inner {
-		if !first {
-			if d.tunnel(p, nh, data, off, t, ipLen) {
-				return true // the inner packet was decoded and counted
-			}
-		} else {
-			d.fragmentedTunnel(p, nh)
-		}
 	}
 	if first {
 		d.firstFragment(p, fragNH, fragID)

@@ -49,19 +49,16 @@ const (
 	afInet6Linux   = 10
 )
 
-// cooked decodes a Linux cooked capture (SLL or SLL2) after its header: the
-// protocol field is an ethertype for every ARPHRD type that carries IP
-// (Ethernet, PPP, IP tunnels, tun devices; GRE devices' own protocol types
-// are ethertypes too, 0x6558 being a bridged Ethernet frame), apart from
-// Linux's own values below 0x0600 and netlink captures.
+// cooked decodes the Linux cooked captures (SLL or SLL2) whose protocol
+// field is not an ethertype: a netlink capture, or Linux's PPP-in-HDLC.
+// For every other ARPHRD type that carries IP (Ethernet, PPP, IP tunnels,
+// tun devices; GRE devices' own protocol types are ethertypes too, 0x6558
+// being a bridged Ethernet frame) Decode reads it as an ethertype.
 func (d *Decoder) cooked(data []byte, proto, hatype uint16, off, wireLen int, p *flow.Packet) bool {
-	switch {
-	case hatype == arphrdNetlink:
+	if hatype == arphrdNetlink {
 		return d.nonIPLink()
-	case proto == sllPPPHDLC:
-		return d.ppp(data, off, wireLen, p)
 	}
-	return d.ether(data, proto, off, wireLen, p, 0)
+	return d.ppp(data, off, wireLen, p) // proto is sllPPPHDLC
 }
 
 // otherLink decodes the link types off the hot path.

@@ -230,12 +230,18 @@ func (d *Decoder) Decode(link LinkType, data []byte, wireLen int, p *flow.Packet
 		if len(data) < sll2HeaderLen {
 			return d.fail(ReasonTruncatedLink)
 		}
-		return d.cooked(data, binary.BigEndian.Uint16(data[sll2ProtoOff:]), binary.BigEndian.Uint16(data[sll2HATypeOff:]), sll2HeaderLen, wireLen, p)
+		et, off = binary.BigEndian.Uint16(data[sll2ProtoOff:]), sll2HeaderLen
+		if hatype := binary.BigEndian.Uint16(data[sll2HATypeOff:]); hatype == arphrdNetlink || et == sllPPPHDLC {
+			return d.cooked(data, et, hatype, off, wireLen, p)
+		}
 	case LinkSLL:
 		if len(data) < sllHeaderLen {
 			return d.fail(ReasonTruncatedLink)
 		}
-		return d.cooked(data, binary.BigEndian.Uint16(data[sllProtoOff:]), binary.BigEndian.Uint16(data[sllHATypeOff:]), sllHeaderLen, wireLen, p)
+		et, off = binary.BigEndian.Uint16(data[sllProtoOff:]), sllHeaderLen
+		if hatype := binary.BigEndian.Uint16(data[sllHATypeOff:]); hatype == arphrdNetlink || et == sllPPPHDLC {
+			return d.cooked(data, et, hatype, off, wireLen, p)
+		}
 	case LinkRaw:
 		return d.rawIP(data, 0, wireLen, p)
 	case LinkIPv4:

@@ -165,6 +165,42 @@ func (d *Decoder) tunnelKind(proto uint8, dport uint16) (Tunnel, bool) {
 	return t, d.decap&(1<<t) != 0
 }
 
+// ipv4Tunnel ends ipv4 when Config.Decap is set: the transport header,
+// then the packet inside an enabled tunnel, else the outer header as ipv4
+// keys it. b is the IPv4 packet, hl its header length.
+func (d *Decoder) ipv4Tunnel(p *flow.Packet, proto uint8, b []byte, hl, ipLen int, frag uint16) bool {
+	if !d.transport(p, proto, b, hl, ipLen) {
+		return false
+	}
+	if frag&ipv4MoreFrags != 0 {
+		d.fragmentedTunnel(p, proto)
+		d.firstFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
+	} else if d.tunnel(p, proto, b, hl, ipLen) {
+		return true // the inner packet was decoded and counted
+	}
+	d.stats.IPv4++
+	d.stats.Decoded++
+	return true
+}
+
+// ipv6Tunnel ends ipv6 when Config.Decap is set, as ipv4Tunnel does; t is
+// where the headers after the extension headers start, first whether the
+// packet is a first fragment (fragNH and fragID its Fragment header's).
+func (d *Decoder) ipv6Tunnel(p *flow.Packet, nh uint8, b []byte, t, ipLen int, first bool, fragNH uint8, fragID uint32) bool {
+	if nh != protoESP && nh != protoNoNext && !d.transport(p, nh, b, t, ipLen) {
+		return false
+	}
+	if first {
+		d.fragmentedTunnel(p, nh)
+		d.firstFragment(p, fragNH, fragID)
+	} else if d.tunnel(p, nh, b, t, ipLen) {
+		return true // the inner packet was decoded and counted
+	}
+	d.stats.IPv6++
+	d.stats.Decoded++
+	return true
+}
+
 // fragmentedTunnel counts the first fragment of a tunnel packet: it is
 // keyed by its outer header, as its later fragments will be.
 func (d *Decoder) fragmentedTunnel(p *flow.Packet, proto uint8) {
@@ -174,34 +210,35 @@ func (d *Decoder) fragmentedTunnel(p *flow.Packet, proto uint8) {
 }
 
 // tunnel keys p by the packet inside, if p (already keyed by its outer
-// header, whose transport header starts at data[off+t:] and which is ipLen
-// bytes long) is an enabled tunnel. It returns false, p unchanged, if p is
-// not one, or if what is inside is not IP or cannot be read: the outer
-// header keys the packet then, and Stats.Decap.Outer counts it.
-func (d *Decoder) tunnel(p *flow.Packet, proto uint8, data []byte, off, t, ipLen int) bool {
+// header b, ipLen bytes long, whose transport header starts at b[t:]) is
+// an enabled tunnel. It returns false, p unchanged, if p is not one, or if
+// what is inside is not IP or cannot be read: the outer header keys the
+// packet then, and Stats.Decap.Outer counts it.
+func (d *Decoder) tunnel(p *flow.Packet, proto uint8, b []byte, t, ipLen int) bool {
 	kind, ok := d.tunnelKind(proto, p.Key.DstPort)
 	if !ok {
 		return false
 	}
-	end := off + ipLen                // the outer packet's end: the inner one must fit before it
-	pkt := data[:min(len(data), end)] // Ethernet padding is not the inner packet's
-	x := off + t
+	// Offsets below are from the outer header: its length is the inner
+	// packet's "wire" end, and Ethernet padding after it is not the inner
+	// packet's.
+	pkt := b[:min(len(b), ipLen)]
 	saved := *p
 	p.Key, p.TCPFlags, p.Role = flow.Key{}, 0, flow.RoleUnknown // setAddr4 needs a zeroed key
 	d.inner = true
 	switch kind {
 	case TunnelIPIP:
 		if proto == protoIPIP {
-			ok = d.ipv4(pkt, x, end, p)
+			ok = d.ipv4(pkt, t, ipLen, p)
 		} else {
-			ok = d.ipv6(pkt, x, end, p)
+			ok = d.ipv6(pkt, t, ipLen, p)
 		}
 	case TunnelGRE:
-		ok = d.gre(pkt, x, end, p)
+		ok = d.gre(pkt, t, ipLen, p)
 	case TunnelVXLAN:
-		ok = d.vxlan(pkt, x+udpHeaderLen, end, p)
+		ok = d.vxlan(pkt, t+udpHeaderLen, ipLen, p)
 	case TunnelGeneve:
-		ok = d.geneve(pkt, x+udpHeaderLen, end, p)
+		ok = d.geneve(pkt, t+udpHeaderLen, ipLen, p)
 	}
 	d.inner = false
 	if !ok {
