@@ -39,6 +39,7 @@ declare -A pkg_for=(
   [chromium]=chromium      # weir bench compare --html and the console's browser test (web/browser_test.go), headless
   [node]=nodejs            # the console's build (make web) and its browser test (playwright-core)
   [npm]=npm
+  [zstd]=zstd              # compressed captures: the zstd tool writes what weir capture --read decompresses
 )
 missing=()
 fleet_pkgs() { # the local fleet's Debian packages (scripts/cluster.sh, internal/testfleet)

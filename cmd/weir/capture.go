@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/pipeline"
 	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
@@ -31,8 +32,15 @@ const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127
   # Count flows in the kernel (eBPF, TCX) on every veth, here and in namespace pod1
   sudo weir capture --source ebpf -i '/^veth/' --netns pod1 --ebpf-max-flows 200000 --stats
 
-  # Top 20 flows of a capture file (pcap or pcapng), by bytes
+  # Top 20 flows of a capture file (pcap or pcapng, gzip or zstd compressed), by bytes
   weir capture --read trace.pcapng
+
+  # Rotated captures as one stream (flows spanning files are one flow), and a pipe
+  weir capture --read trace.pcap0 trace.pcap1 trace.pcap2.gz -o json
+  tcpdump -i eth0 -w - | weir capture --read -
+
+  # Pod-to-pod flows on a Kubernetes node's uplink: key VXLAN/Geneve packets by the pods
+  weir capture --read uplink.pcap --decap vxlan,geneve -o json
 
   # Every record as a JSON line (fields: docs/record.md), counters on stderr
   weir capture --read trace.pcap --output=json --stats > flows.jsonl
@@ -51,7 +59,9 @@ const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127
 `
 
 type captureOpts struct {
-	read, synth          string
+	read                 listFlag // --read files, in order; "-" is standard input
+	synth                string
+	decap                packet.Decap // --decap
 	maxFlows             int
 	idle, active, linger time.Duration
 	stats                bool
@@ -61,7 +71,7 @@ type captureOpts struct {
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
 	var o captureOpts
-	fs := newFlagSet("capture", "weir capture (-i IFACE... | --read FILE | --synthetic SPEC | --source conntrack|nflog) [flags]",
+	fs := newFlagSet("capture", "weir capture (-i IFACE... | --read FILE... | --synthetic SPEC | --source conntrack|nflog) [flags]",
 		`Meter packets into bidirectional flow records. Each record counts both
 directions of a conversation (bytes are IP total lengths) and says why it was
 emitted: idle, active, end, full, eof or shutdown. On SIGINT/SIGTERM every
@@ -86,6 +96,18 @@ the packets that firewall rules log to that group and drop, as deny flows
 (verdict deny, the log prefix as the rule); --source nflog reads only those.
 Both need root or CAP_NET_ADMIN.
 
+--read takes pcap and pcapng files, gzip- or zstd-compressed or not (told
+by their first bytes), '-' for standard input, and several files (repeat
+--read or list them after it): they are read in order as one capture, so
+the timeouts run across the files and a flow spanning two files is one
+flow. Link types: Ethernet (VLAN tags, PPPoE, MPLS, Ethernet pseudowires),
+Linux cooked v1/v2, raw IP, BSD loopback (null, loop), NFLOG, PPP, PPPoE, Cisco
+HDLC.
+
+Tunnels are keyed by their outer header. --decap vxlan,geneve,gre,ipip
+keys their packets by the packet inside instead (its addresses, ports and
+IP length), with the outer endpoints as tunnel_src/tunnel_dst (docs/record.md).
+
 With --enrich FILE, every record is labelled before it reaches any sink
 (stdout, the store, --export) from an inventory of workloads (address or
 prefix → name, namespace, node; the longest prefix wins) and load
@@ -97,30 +119,43 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 	o.live.flags(fs)
 	o.sinks.flags(fs)
 	o.sinks.enrich.flags(fs)
-	fs.StringVar(&o.read, "read", "", "read packets from a pcap or pcapng `file` (its own timestamps drive the timeouts)")
-	fs.StringVar(&o.read, "r", "", "short for --read")
+	fs.Var(&o.read, "read", "read packets from a pcap or pcapng `file` ('-': standard input; gzip or zstd compressed or not; repeatable, and files listed after it are read too, in order, as one capture); its own timestamps drive the timeouts")
+	fs.Var(&o.read, "r", "short for --read")
+	fs.Func("decap", "key the packets of these `tunnels` by the packet inside: vxlan (UDP 4789, 8472), geneve (UDP 6081), gre, ipip (IP in IP, protocols 4 and 41), or all; comma-separated", func(v string) error {
+		d, err := packet.ParseDecap(v)
+		o.decap |= d
+		return err
+	})
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")
 	fs.IntVar(&o.maxFlows, "max-flows", 262144, "flow table size: live flows kept at once (memory is preallocated, about 128 bytes per flow)")
 	fs.DurationVar(&o.idle, "idle-timeout", 15*time.Second, "emit a flow after this long without packets")
 	fs.DurationVar(&o.active, "active-timeout", 60*time.Second, "emit a long-lived flow's counters this often and keep it (0 disables)")
 	fs.DurationVar(&o.linger, "end-linger", 2*time.Second, "after TCP FIN both ways or RST, wait this long for the last packets")
 	fs.BoolVar(&o.stats, "stats", false, "print counters (frames, decode errors by reason, flows, evictions by reason, memory) to stderr at exit")
-	if done, code := parseFlags(fs, args, stdout_, stderr); done {
+	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
+	if done {
 		return code
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
 		return exitUsage
 	}
+	if len(pos) > 0 && len(o.read) == 0 {
+		return fail("unexpected argument %q: only --read takes several files (see 'weir capture --help')", pos[0])
+	}
+	o.read = append(o.read, pos...)
 	ct := isCTSource(o.live.ebpf.source)
+	if o.decap != 0 && (ct || o.live.ebpf.source == "ebpf") {
+		return fail("--decap needs the packets: --read, or -i with --source afpacket")
+	}
 	inputs := 0
-	for _, set := range []bool{o.read != "", o.synth != "", len(o.live.ifaces) > 0 || ct} {
+	for _, set := range []bool{len(o.read) > 0, o.synth != "", len(o.live.ifaces) > 0 || ct} {
 		if set {
 			inputs++
 		}
 	}
 	if inputs != 1 {
-		return fail("give exactly one input: -i IFACE, --read FILE, --synthetic SPEC or --source conntrack|nflog (see 'weir capture --help')")
+		return fail("give exactly one input: -i IFACE, --read FILE..., --synthetic SPEC or --source conntrack|nflog (see 'weir capture --help')")
 	}
 	if o.maxFlows < 1 {
 		return fail("--max-flows must be at least 1, got %d", o.maxFlows)
@@ -155,15 +190,19 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 	out := o.sinks.sync()
 
 	var src source.PacketSource
-	if o.read != "" {
-		r, err := pcap.Open(o.read)
+	var files *pcap.Files
+	if len(o.read) > 0 {
+		r, err := pcap.OpenFiles(o.read, os.Stdin)
 		if err != nil {
 			out.Close()
+			if errors.Is(err, pcap.ErrStdinTwice) {
+				return fail("%v", err)
+			}
 			fmt.Fprintf(stderr, "weir capture: %v\n", err)
 			return exitFailure
 		}
 		defer r.Close()
-		src = r
+		src, files = r, r
 	} else {
 		cfg, err := parseSynthetic(o.synth)
 		if err != nil {
@@ -180,16 +219,31 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 
 	p, err := pipeline.New(pipeline.Config{Table: flow.Config{
 		MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger,
-	}}, out)
+	}, Decoder: packet.Config{Decap: o.decap}}, out)
 	if err != nil {
 		out.Close()
 		return fail("%v", err)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	if files != nil {
+		// A read blocked on a pipe (tcpdump -w - | weir ...) must not
+		// keep SIGTERM from flushing the flows.
+		stop := context.AfterFunc(ctx, files.Stop)
+		defer stop()
+	}
 	st, runErr := p.Run(ctx, src)
 	closeErr := out.Close()
+	if files != nil {
+		if late := files.OutOfOrder(); len(late) > 0 {
+			fmt.Fprintf(stderr, "weir capture: warning: %s start before the previous file ended: give rotated captures in time order, or flows are cut short\n",
+				strings.Join(quoteAll(late), ", "))
+		}
+	}
 	if o.stats {
+		if files != nil {
+			printFilesStats(stderr, files.Stats())
+		}
 		printStats(stderr, &st, p)
 		o.sinks.printStats(stderr)
 	}
@@ -201,6 +255,15 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 		return exitFailure
 	}
 	return exitOK
+}
+
+// quoteAll quotes names for a terminal (control bytes escaped).
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
 
 // parseSynthetic parses "flows=1000,packets=1e6,ipv6=0.5,udp=0.3,seed=7".

@@ -30,7 +30,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"capture", "--read=x", "--output=xml"}, exitUsage, "", `unknown --output "xml"`},
 		{[]string{"capture", "--read=x", "--max-flows=0"}, exitUsage, "", "--max-flows must be at least 1"},
 		{[]string{"capture", "--nope"}, exitUsage, "", "flag provided but not defined: -nope"},
-		{[]string{"capture", "--read=x", "stray"}, exitUsage, "", `unexpected argument "stray"`},
+		{[]string{"capture", "--synthetic=flows=1", "stray"}, exitUsage, "", `unexpected argument "stray"`},
+		{[]string{"capture", "--read=/nonexistent/a.pcap", "stray.pcap"}, exitFailure, "", "a.pcap: no such file"}, // several files: all checked before reading
 		{[]string{"capture", "--read=/nonexistent/file.pcap"}, exitFailure, "", "no such file"},
 		{[]string{"capture", "--synthetic=flows=x"}, exitUsage, "", `flows: "x" is not an integer`},
 		{[]string{"capture", "--synthetic=bogus=1"}, exitUsage, "", `unknown key "bogus"`},

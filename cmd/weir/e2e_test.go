@@ -36,6 +36,8 @@ type jsonRecord struct {
 	EndReason   string  `json:"end_reason"`
 	Iface       *string `json:"iface"`
 	VLAN        uint16  `json:"vlan"`
+	TunnelSrc   string  `json:"tunnel_src"`
+	TunnelDst   string  `json:"tunnel_dst"`
 }
 
 // key returns the record's flow key (initiator orientation).

@@ -19,6 +19,7 @@ import (
 	"github.com/weir-dev/weir/internal/live"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
+	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source/afpacket"
@@ -180,6 +181,7 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 		Workers: l.workers,
 		Ring:    afpacket.Config{BlockSize: int(l.blockSize), NumBlocks: l.blocks},
 		Table:   flow.Config{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger},
+		Decoder: packet.Config{Decap: o.decap},
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
 		},

@@ -10,6 +10,7 @@ import (
 	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/pipeline"
 	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/source/pcap"
 )
 
 // printStats writes the --stats report: everything that moved, every error
@@ -24,6 +25,9 @@ func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
 	}
 	fmt.Fprintf(w, "frames      %s read in %.3fs (%.2f M/s)\n", n(st.Frames), secs, rate)
 	printCounters(w, d, t, st.Records)
+	if st.TunnelOverflow > 0 {
+		fmt.Fprintf(w, "tunnels     %s packets past %d tunnels: their records carry no tunnel endpoints\n", n(st.TunnelOverflow), flow.MaxTunnels)
+	}
 	fmt.Fprintf(w, "memory      table %s for %s flows (%d B/slot, %.1f B/flow); max RSS %s\n",
 		stdout.Bytes(uint64(p.TableMemory())), n(uint64(p.TableCap())), flow.SlotSize(),
 		float64(p.TableMemory())/float64(p.TableCap()), stdout.Bytes(maxRSS()))
@@ -32,8 +36,11 @@ func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
 // printCounters writes the decoder's and the table's counters.
 func printCounters(w io.Writer, d *packet.Stats, t *flow.Stats, records uint64) {
 	n := stdout.Count
-	fmt.Fprintf(w, "decoded     %s (ipv4 %s, ipv6 %s); ip length from frame %s\n",
-		n(d.Decoded), n(d.IPv4), n(d.IPv6), n(d.IPLengthFromFrame))
+	fmt.Fprintf(w, "decoded     %s (ipv4 %s, ipv6 %s); ip length from frame %s; headers cut by the snap length %s\n",
+		n(d.Decoded), n(d.IPv4), n(d.IPv6), n(d.IPLengthFromFrame), n(d.CutHeaders))
+	if in, out := decapPairs(&d.Decap); in != "" || out != "" {
+		fmt.Fprintf(w, "decap       keyed by the inner packet%s; by the outer header%s\n", orNone(in), orNone(out))
+	}
 	fmt.Fprintf(w, "errors      %s%s\n", n(d.TotalErrors()), pairs(d.EachError))
 	fmt.Fprintf(w, "non-ip      %s%s\n", n(d.NonIP), pairs(d.EachNonIP))
 	f := &d.Fragments
@@ -44,6 +51,36 @@ func printCounters(w io.Writer, d *packet.Stats, t *flow.Stats, records uint64) 
 	fmt.Fprintf(w, "records     %s%s\n", n(records), reasons(&t.Records))
 	fmt.Fprintf(w, "evicted     %s%s; %s full-table passes; %s empty deltas skipped; %s counter-wrap reports\n",
 		n(sum(&t.Evicted)), reasons(&t.Evicted), n(t.FullPasses), n(t.EmptyDeltasSkipped), n(t.WrapReports))
+}
+
+// decapPairs lists the tunnels keyed by their inner packet and those left
+// to their outer header, by kind.
+func decapPairs(s *packet.DecapStats) (in, out string) {
+	list := func(a *[packet.NumTunnels]uint64) string {
+		return pairs(func(fn func(string, uint64)) {
+			for i, c := range a {
+				fn(packet.Tunnel(i).String(), c)
+			}
+		})
+	}
+	return list(&s.Inner), list(&s.Outer)
+}
+
+func orNone(pairs string) string {
+	if pairs == "" {
+		return ": none"
+	}
+	return pairs
+}
+
+// printFilesStats writes what --read read.
+func printFilesStats(w io.Writer, s pcap.Stats) {
+	comp := ""
+	if s.Compression != "" {
+		comp = ", last " + s.Compression + "-compressed"
+	}
+	fmt.Fprintf(w, "input       %s files (last %s%s): %s packets, %s read\n", stdout.Count(s.Files), s.Format, comp,
+		stdout.Count(s.Packets), stdout.Bytes(s.Bytes))
 }
 
 func pairs(each func(func(string, uint64))) string {

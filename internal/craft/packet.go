@@ -5,7 +5,10 @@
 //
 // craft does not depend on weir's decoder: it writes bytes from the specs
 // (RFC 791, 8200, 9293, 768, 9260, 792, 4443, IEEE 802.1Q/ad, Linux
-// SLL/SLL2), so a decoder tested against it is checked by a second opinion.
+// SLL/SLL2, libpcap's LINKTYPE_NULL/LOOP/NFLOG/PPP/C_HDLC, RFC 1662 PPP,
+// 2516 PPPoE, 3032 MPLS, 4448 Ethernet pseudowires, 7348 VXLAN, 8926
+// Geneve, 2784/2890 GRE, 2003/4213 IP-in-IP), so a decoder tested against
+// it is checked by a second opinion (and its frames by tshark's).
 //
 // craft is a test tool, not a hot path: it allocates freely.
 package craft
@@ -24,10 +27,19 @@ import (
 // zeros). The zero TTL means 64. Keep IPLen under 65536: the IP length
 // fields are 16 bits wide.
 type Packet struct {
-	Link     packet.LinkType // LinkEthernet, LinkSLL, LinkSLL2, LinkRaw, LinkIPv4 or LinkIPv6
+	Link     packet.LinkType // LinkEthernet, LinkSLL, LinkSLL2, LinkRaw, LinkIPv4, LinkIPv6, LinkNull, LinkLoop, LinkNFLOG, LinkPPP, LinkPPPHDLC, LinkPPPoE or LinkCHDLC
 	VLANs    []uint16        // 802.1Q VLAN IDs, outermost first (Ethernet only)
 	QinQ     bool            // the outermost tag uses TPID 0x88a8 (802.1ad), the others 0x8100
 	Outgoing bool            // SLL/SLL2 packet type PACKET_OUTGOING (4) instead of PACKET_HOST (0)
+	ARPHRD   uint16          // SLL/SLL2 ARPHRD type; 0 means 1 (Ethernet). The protocol field is the ethertype either way
+	AF6      uint32          // LinkNull/LinkLoop: the IPv6 address family; 0 means 30 (macOS) for NULL, 24 (OpenBSD) for LOOP
+
+	// Encapsulations (encap.go). PPPoE and MPLS are for Ethernet only.
+	PPPoE  bool     // a PPPoE session header (RFC 2516) after the VLAN tags
+	MPLS   []uint32 // an MPLS label stack (RFC 3032), outermost first, after the VLAN tags (and PPPoE)
+	PW     bool     // with MPLS: an Ethernet pseudowire (RFC 4448 control word and Ethernet header) after the labels
+	PWNoCW bool     // with PW: no control word, the Ethernet header right after the labels
+	Tunnel *Tunnel  // the IP packet travels in this tunnel
 
 	Src, Dst netip.Addr
 	Proto    uint8 // flow.ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP, ProtoICMPv6, or any other number (no transport header)
@@ -159,29 +171,38 @@ func (p *Packet) ipHeaderLen() int {
 // count as the packet's bytes.
 func (p *Packet) IPLen() int { return p.ipHeaderLen() + p.transportLen() }
 
-// Append appends the full frame to dst: link header, IP packet and, for
-// Ethernet, zero padding up to 60 bytes (the IP length does not change).
+// Append appends the full frame to dst: link header, encapsulations, the
+// IP packet (in its tunnel, if any) and, for Ethernet, zero padding up to
+// 60 bytes (the IP length does not change).
 func (p *Packet) Append(dst []byte) []byte {
 	return p.appendFrame(dst, p.AppendIP(nil))
 }
 
-// LinkHeaderLen returns the length of the link header Append writes.
+// LinkHeaderLen returns the length of what Append writes before the
+// outermost IP header: the link header, and PPPoE, MPLS and pseudowire
+// headers.
 func (p *Packet) LinkHeaderLen() int {
+	n := p.encapLen()
 	switch p.Link {
 	case packet.LinkEthernet:
-		return EthernetHeaderLen + 4*len(p.VLANs)
+		return n + EthernetHeaderLen + 4*len(p.VLANs)
 	case packet.LinkSLL:
-		return SLLHeaderLen
+		return n + SLLHeaderLen
 	case packet.LinkSLL2:
-		return SLL2HeaderLen
+		return n + SLL2HeaderLen
+	case packet.LinkRaw, packet.LinkIPv4, packet.LinkIPv6:
+		return n
 	}
-	return 0
+	return n + len(p.appendOtherLink(nil, 0))
 }
 
-// appendFrame appends the link header, ip and Ethernet padding.
+// appendFrame appends the link header, the encapsulations, ip (an IP
+// packet or fragment, wrapped in the tunnel) and Ethernet padding.
 func (p *Packet) appendFrame(dst, ip []byte) []byte {
 	start := len(dst)
-	dst = p.appendLink(dst)
+	ip = p.wrap(ip)
+	dst = p.appendLink(dst, len(ip))
+	dst = p.appendEncap(dst, len(ip))
 	dst = append(dst, ip...)
 	if p.Link == packet.LinkEthernet {
 		for len(dst)-start < MinEthernetFrame {
@@ -191,6 +212,7 @@ func (p *Packet) appendFrame(dst, ip []byte) []byte {
 	return dst
 }
 
+// etherType is the ethertype of the (inner) IP packet.
 func (p *Packet) etherType() uint16 {
 	if p.is4() {
 		return 0x0800
@@ -205,9 +227,14 @@ func MAC(a netip.Addr) [6]byte {
 	return [6]byte{0x02, 0x00, b[12], b[13], b[14], b[15]}
 }
 
-// appendLink appends the link-layer header for p.Link.
-func (p *Packet) appendLink(dst []byte) []byte {
-	et := p.etherType()
+// appendLink appends the link-layer header for p.Link; ipLen is the
+// length of the (outermost) IP packet that follows.
+func (p *Packet) appendLink(dst []byte, ipLen int) []byte {
+	et := p.linkEtherType()
+	hatype := p.ARPHRD
+	if hatype == 0 {
+		hatype = arphrdEther
+	}
 	src, dmac := MAC(p.Src), MAC(p.Dst)
 	ptype := uint16(0) // PACKET_HOST
 	if p.Outgoing {
@@ -228,7 +255,7 @@ func (p *Packet) appendLink(dst []byte) []byte {
 		dst = be16(dst, et)
 	case packet.LinkSLL:
 		dst = be16(dst, ptype)
-		dst = be16(dst, 1) // ARPHRD_ETHER
+		dst = be16(dst, hatype)
 		dst = be16(dst, 6) // address length
 		dst = append(dst, src[:]...)
 		dst = append(dst, 0, 0) // address field is 8 bytes
@@ -237,10 +264,12 @@ func (p *Packet) appendLink(dst []byte) []byte {
 		dst = be16(dst, et)
 		dst = be16(dst, 0) // reserved
 		dst = be32(dst, SLL2IfIndex)
-		dst = be16(dst, 1) // ARPHRD_ETHER
+		dst = be16(dst, hatype)
 		dst = append(dst, byte(ptype), 6)
 		dst = append(dst, src[:]...)
 		dst = append(dst, 0, 0)
+	default:
+		dst = p.appendOtherLink(dst, ipLen)
 	}
 	return dst
 }

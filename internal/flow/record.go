@@ -1,6 +1,9 @@
 package flow
 
-import "fmt"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // EndReason says why a Record was emitted.
 type EndReason uint8
@@ -100,6 +103,12 @@ type Record struct {
 	// Node names where the record was observed: the host's name (or
 	// --node-name), for collected records the exporter's. "" when not set.
 	Node string
+	// TunnelSrc and TunnelDst are the outer endpoints of the tunnel the
+	// flow's first packet came through, when the source keyed it by the
+	// packet inside (weir capture --decap): TunnelSrc is the outer address
+	// on the initiator's side. Invalid (the zero Addr) otherwise. Not part
+	// of the key: the same inner 5-tuple through two tunnels is one flow.
+	TunnelSrc, TunnelDst netip.Addr
 	// DropPackets and DropBytes count the flow's packets (both ways) the
 	// kernel dropped since the last record, and DropReason names the
 	// latest drop's reason (the kernel's skb_drop_reason without its
@@ -244,6 +253,15 @@ const OtherIface = "(other)"
 type Ifaces struct {
 	names  []string
 	byName map[string]uint16
+
+	// Tunnels (IndexTunnel): an index whose packets came through a tunnel
+	// names its interface again, with the tunnel's endpoints beside it.
+	tunnels        []tunnelKey // by index; shorter than names when the last ones are plain
+	byTunnel       map[tunnelKey]uint16
+	lastTunnel     tunnelKey
+	lastTunnelIdx  uint16
+	lastTunnelOK   bool
+	tunnelOverflow uint64
 }
 
 // Index returns the index of name, registering it if new.

@@ -160,6 +160,7 @@ func (t *Table) fill(s *slot, rec *Record, r EndReason) {
 	rec.EndReason = r
 	rec.Start, rec.End = s.start, s.end
 	rec.Iface = t.ifaces.Name(s.iface)
+	rec.TunnelSrc, rec.TunnelDst = t.ifaces.tunnel(s.iface, &rec.Key)
 	rec.VLAN = s.vlan
 }
 

@@ -25,6 +25,8 @@ var (
 	mDecErrors  = counter("weir_decoder_errors_total", "Frames rejected by the decoder, by reason.", "reason")
 	mNonIP      = counter("weir_decoder_non_ip_total", "Non-IP frames (ARP, LLDP, ...), counted and skipped.")
 	mFrags      = counter("weir_decoder_fragments_total", "IP fragments by outcome: first (ports remembered), attributed, unattributed, evicted (fragment table entries overwritten).", "outcome")
+	mCutHeaders = counter("weir_decoder_cut_headers_total", "IP packets whose IPv4 options or IPv6 extension headers the snap length cut, counted in a portless flow.")
+	mDecap      = counter("weir_decoder_tunnel_packets_total", "Tunnel packets of the kinds --decap names, by tunnel and by what keyed them: inner (the packet inside) or outer (fragmented, or the inside not IP or unreadable).", "tunnel", "keyed_by")
 	mActive     = gauge("weir_flow_active", "Flows in the tables now.")
 	mCapacity   = gauge("weir_flow_table_capacity", "Flows the tables hold at most (--max-flows).")
 	mTableBytes = gauge("weir_flow_table_bytes", "Bytes preallocated for the flow tables.")
@@ -59,7 +61,7 @@ func (c *Capture) Collector(queues ...*sink.Queue) metrics.Collector {
 // Describe lists every metric the collector emits.
 func (col *collector) Describe() []*metrics.Desc {
 	return append(col.queues.Describe(), mIfPackets, mIfBytes, mKPackets, mKDrops, mKFreezes, mCorrupt, mIfOpen,
-		mOpened, mReleased, mOpenFails, mWorkers, mDecFrames, mDecoded, mDecErrors, mNonIP, mFrags,
+		mOpened, mReleased, mOpenFails, mWorkers, mDecFrames, mDecoded, mDecErrors, mNonIP, mFrags, mCutHeaders, mDecap,
 		mActive, mCapacity, mTableBytes, mFPackets, mDupes, mCreated, mRecords, mEvicted, mFullPasses)
 }
 
@@ -95,6 +97,11 @@ func (col *collector) Collect(w *metrics.Writer) {
 	w.Sample(mFrags, float64(d.Fragments.Attributed), "attributed")
 	w.Sample(mFrags, float64(d.Fragments.Unattributed), "unattributed")
 	w.Sample(mFrags, float64(d.Fragments.Evicted), "evicted")
+	w.Sample(mCutHeaders, float64(d.CutHeaders))
+	for i := range d.Decap.Inner {
+		w.Sample(mDecap, float64(d.Decap.Inner[i]), packet.Tunnel(i).String(), "inner")
+		w.Sample(mDecap, float64(d.Decap.Outer[i]), packet.Tunnel(i).String(), "outer")
+	}
 	t := &st.Table
 	w.Sample(mActive, float64(st.Flows))
 	w.Sample(mCapacity, float64(st.TableCap))

@@ -212,11 +212,15 @@ func (w *worker) take(r *ring, f *source.Frame, pkts []flow.Packet) []flow.Packe
 	p := &pkts[len(pkts)-1]
 	p.Time, p.Iface = f.Time, r.iface
 	if !w.dec.Decode(f.Link, f.Data, f.WireLen, p) {
-		pkts = pkts[:len(pkts)-1]
-	} else if tci, ok := r.src.LastVLAN(); ok {
+		return pkts[:len(pkts)-1]
+	}
+	if tci, ok := r.src.LastVLAN(); ok {
 		// The kernel stripped the outer tag into the ring's auxiliary
 		// data; a tag the decoder found in the frame is an inner one.
 		p.VLAN = tci & 0x0fff
+	}
+	if o := w.dec.Outer(); o != nil { // keyed by the packet inside a tunnel (--decap): keep the endpoints
+		p.Iface = w.ifaces.IndexTunnel(r.iface, &p.Key, &o.SrcAddr, &o.DstAddr, o.IPVersion)
 	}
 	return pkts
 }

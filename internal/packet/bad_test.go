@@ -16,7 +16,7 @@ type badCase struct {
 
 func badCases() []badCase {
 	udp4 := func(h v4) *fb { return eth().eth(0x0800).ipv4(h).udp(1, 2).done() }
-	return []badCase{
+	return append(append(linkBadCases(), lengthBadCases()...), []badCase{
 		{"unknown-link-type", newFrame(LinkType(147)).plain(make([]byte, 64)...), 0, ReasonUnknownLinkType},
 		{"eth-short", eth().plain(make([]byte, 13)...), 0, ReasonTruncatedLink},
 		{"eth-ipv4-type-ipv6-header", eth().eth(0x0800).ipv6(a6, b6, 17).udp(1, 2).done(), 0, ReasonBadIPVersion},
@@ -27,7 +27,8 @@ func badCases() []badCase {
 		{"linkipv6-ipv4-packet", newFrame(LinkIPv6).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).payload(20).done(), 0, ReasonBadIPVersion},
 		{"ipv4-ihl-4", udp4(v4{src: a4, dst: b4, proto: 17, ihl: 4}), 0, ReasonBadIPv4HeaderLength},
 		{"ipv4-ihl-0", udp4(v4{src: a4, dst: b4, proto: 17, ihl: 15 + 1}), 0, ReasonBadIPv4HeaderLength}, // 16 wraps to 0 in the nibble
-		{"ipv4-ihl-15-truncated", udp4(v4{src: a4, dst: b4, proto: 17, ihl: 15}), 14 + 100, ReasonTruncatedIPv4},
+		{"ipv4-ihl-15-total-28", udp4(v4{src: a4, dst: b4, proto: 17, ihl: 15}), 14 + 100, ReasonBadIPv4TotalLength},
+		{"ipv4-ihl-15-from-frame-40", eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6, ihl: 15, fixTL: true}).tcp(1, 2, 0x10), 0, ReasonTruncatedIPv4},
 		{"ipv4-total-19", udp4(v4{src: a4, dst: b4, proto: 17, tl: 19, fixTL: true}), 0, ReasonBadIPv4TotalLength},
 		{"ipv4-total-below-options", udp4(v4{src: a4, dst: b4, proto: 17, opts: []byte{1, 1, 1, 1}, tl: 23, fixTL: true}), 0, ReasonBadIPv4TotalLength},
 		{"ipv4-total-exceeds-frame", udp4(v4{src: a4, dst: b4, proto: 17, tl: 1500, fixTL: true}), 0, ReasonIPLengthExceedsFrame},
@@ -46,7 +47,7 @@ func badCases() []badCase {
 		{"ipv4-icmp-exceeds-ip-length", eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 1, tl: 21, fixTL: true}).icmp(8, 0), 0, ReasonHeaderExceedsIPLength},
 		{"ipv6-tcp-exceeds-ip-length", eth().eth(0x86dd).ipv6pl(a6, b6, 6, 13).tcp(1, 2, 0x02), 0, ReasonHeaderExceedsIPLength},
 		{"ipv4-first-fragment-too-short-for-tcp", eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6, frag: 0x2000, tl: 28, fixTL: true}).tcp(1, 2, 0x02), 0, ReasonHeaderExceedsIPLength},
-	}
+	}...)
 }
 
 func TestDecodeBad(t *testing.T) {
@@ -75,19 +76,19 @@ func TestDecodeBad(t *testing.T) {
 // TestNonIP: non-IP frames are not errors; they are counted per ethertype.
 func TestNonIP(t *testing.T) {
 	frames := []*fb{
-		eth().eth(0x0806).payload(28),                     // ARP
-		eth().eth(0x0806).payload(28),                     // ARP again
-		eth().eth(0x88cc).payload(40),                     // LLDP
-		eth().eth(0x0026).payload(38),                     // 802.3 length field (STP over LLC)
-		eth().eth(0x05dc).payload(1500),                   // 802.3, maximum length
-		eth().eth(0x8100).vlan(5, 0x0806).payload(28),     // tagged ARP
-		eth().eth(0x88a8).vlan(5, 0x8100).vlan(6, 0x88cc), // QinQ LLDP with no body
-		newFrame(LinkSLL).sll(0x0004).payload(10),         // SLL, 802.2 LLC
-		newFrame(LinkSLL2).sll2(0x0806).payload(28),       // SLL2 ARP
-		newFrame(LinkSLL2).sll2(0x8864).payload(28),       // SLL2 PPPoE session
-		newFrame(LinkSLL2).sll2(0x8100).vlan(1, 0x8864),   // SLL2 tagged PPPoE session
-		eth().eth(0x86dc).payload(40),                     // one below IPv6
-		eth().eth(0x0801).payload(40),                     // one above IPv4
+		eth().eth(0x0806).payload(28),                                 // ARP
+		eth().eth(0x0806).payload(28),                                 // ARP again
+		eth().eth(0x88cc).payload(40),                                 // LLDP
+		eth().eth(0x0026).payload(38),                                 // 802.3 length field (STP over LLC)
+		eth().eth(0x05dc).payload(1500),                               // 802.3, maximum length
+		eth().eth(0x8100).vlan(5, 0x0806).payload(28),                 // tagged ARP
+		eth().eth(0x88a8).vlan(5, 0x8100).vlan(6, 0x88cc),             // QinQ LLDP with no body
+		newFrame(LinkSLL).sll(0x0004).payload(10),                     // SLL, 802.2 LLC
+		newFrame(LinkSLL2).sll2(0x0806).payload(28),                   // SLL2 ARP
+		newFrame(LinkSLL2).sll2(0x8864).pppoe(0xc021),                 // SLL2 PPPoE session, LCP
+		newFrame(LinkSLL2).sll2(0x8100).vlan(1, 0x8864).pppoe(0xc023), // SLL2 tagged PPPoE session, PAP
+		eth().eth(0x86dc).payload(40),                                 // one below IPv6
+		eth().eth(0x0801).payload(40),                                 // one above IPv4
 	}
 	d := NewDecoder(Config{})
 	for i, f := range frames {

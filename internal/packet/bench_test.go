@@ -12,6 +12,7 @@ type benchCase struct {
 	name  string
 	f     *fb
 	prime []*fb
+	decap Decap
 }
 
 func benchCases() []benchCase {
@@ -25,13 +26,27 @@ func benchCases() []benchCase {
 		{name: "icmp", f: eth().eth(0x0800).ipv4(v4{src: b4, dst: a4, proto: 1}).icmp(0, 0).payload(56).done()},
 		{name: "ipv4-frag-later", f: frag4(a4, b4, 17, 42, 185, true).payload(1480).done(),
 			prime: []*fb{frag4(a4, b4, 17, 42, 0, true).udp(1, 2).payload(1472).done()}},
+		{name: "pppoe-ipv4-tcp", f: eth().eth(0x8864).pppoe(0x0021).ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(1, 2, 0x10).payload(1400).done()},
+		{name: "mpls2-ipv4-tcp", f: eth().eth(0x8847).mpls(100, 200).ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(1, 2, 0x10).payload(1400).done()},
+		{name: "null-ipv6-tcp", f: newFrame(LinkNull).null(30, false).ipv6(a6, b6, 6).tcp(1, 2, 0x10).payload(100).done()},
+		{name: "nflog-ipv4-udp", f: newFrame(LinkNFLOG).nflog(2, 0x0800, true).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).payload(100).done()},
+		{name: "vxlan-outer", f: vxlanFrame()},
+		{name: "vxlan-decap", f: vxlanFrame(), decap: DecapAll},
+		{name: "eth-ipv4-tcp-decap-on", f: eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(40000, 443, 0x10).payload(1400).done(), decap: DecapAll},
 	}
+}
+
+// vxlanFrame is a VXLAN packet carrying a TCP segment, as on a Kubernetes
+// node's uplink.
+func vxlanFrame() *fb {
+	return eth().eth(0x0800).ipv4(v4{src: o4a, dst: o4b, proto: 17}).vxlan(51000, 4789).innerEth(0x0800, ReasonTruncatedLink).
+		ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(40000, 443, 0x10).payload(1350).done()
 }
 
 func BenchmarkDecode(b *testing.B) {
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
-			d := NewDecoder(Config{})
+			d := NewDecoder(Config{Decap: c.decap})
 			var p flow.Packet
 			for _, f := range c.prime {
 				d.Decode(f.link, f.b, len(f.b), &p)
@@ -69,7 +84,10 @@ func TestDecodeAllocs(t *testing.T) {
 		eth().eth(0x86dd).ipv6(a6, b6, 44).frag6(6, 0, true, 1).tcp(1, 2, 0x10).done(),
 		frag6later(6, 1, 9, false, 8), frag6later(6, 2, 9, false, 8),
 		eth().eth(0x0806).payload(28), eth().eth(0x0026).payload(28))
-	d := NewDecoder(Config{FragmentSlots: 4})
+	for _, c := range tunnelCases() {
+		frames = append(frames, c.f)
+	}
+	d := NewDecoder(Config{FragmentSlots: 4, Decap: DecapAll})
 	var p flow.Packet
 	now := int64(0)
 	allocs := testing.AllocsPerRun(50, func() {
@@ -77,10 +95,14 @@ func TestDecodeAllocs(t *testing.T) {
 			now++
 			p.Time = now
 			d.Decode(f.link, f.b, len(f.b), &p)
+			d.Decode(f.link, f.b[:len(f.b)*2/3], len(f.b), &p) // cut: header cuts, tunnel fallbacks
 		}
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per run", allocs)
+	}
+	if s := d.Stats(); s.Decap.Inner[TunnelVXLAN] == 0 || s.Decap.Outer[TunnelIPIP] == 0 || s.CutHeaders == 0 {
+		t.Fatalf("decap and cut paths not exercised: %+v %d", s.Decap, s.CutHeaders)
 	}
 	if s := d.Stats(); s.Fragments.Evicted == 0 || s.Fragments.Attributed == 0 || s.Fragments.Unattributed == 0 {
 		t.Fatalf("fragment paths not exercised: %+v", s.Fragments)

@@ -21,25 +21,55 @@ const (
 	b6 = "2001:db8:0:1::2"
 )
 
+// cut says what a capture that ends before end (and after the previous
+// cut's end) must give: an error with reason, or, for a cut IPv4 options
+// area or IPv6 extension header, the whole packet's key and length in a
+// portless flow of protocol proto.
 type cut struct {
-	end    int
-	reason Reason
+	end      int
+	reason   Reason
+	portless bool
+	proto    uint8
 }
 
 type fb struct {
-	link    LinkType
-	b       []byte
-	cuts    []cut
-	ipStart int // where the IP header whose length done() patches starts; -1: none
-	ipVer   int
+	link   LinkType
+	b      []byte
+	cuts   []cut
+	ips    []ipMark // IP headers whose lengths done() patches (an outer and an inner one in tunnels)
+	tlvLen int      // where the NFLOG payload TLV's length done() patches is, 0: none
+	tlvLE  bool     // in little-endian order
+	nh     uint8    // the last Next Header written: the type of the next IPv6 extension header
+
+	mplsBytes int // how many of the next bytes added a cut inside of fails as truncated_mpls
 }
 
-func newFrame(link LinkType) *fb { return &fb{link: link, ipStart: -1} }
+// ipMark is an IP header done() gives the length of everything after its start.
+type ipMark struct{ start, ver int }
+
+func newFrame(link LinkType) *fb { return &fb{link: link} }
 
 // add appends a header that a capture cut inside of fails with reason.
 func (f *fb) add(reason Reason, bs ...byte) *fb {
+	if n := min(f.mplsBytes, len(bs)); n > 0 {
+		// What follows a label stack is told by its first nibble, and a
+		// pseudowire without control word by its first 18 bytes: a
+		// capture ending before them ends in the MPLS layer.
+		f.mplsBytes -= n
+		f.b = append(f.b, bs[:n]...)
+		f.cuts = append(f.cuts, cut{end: len(f.b), reason: ReasonTruncatedMPLS})
+		bs = bs[n:]
+	}
 	f.b = append(f.b, bs...)
-	f.cuts = append(f.cuts, cut{len(f.b), reason})
+	f.cuts = append(f.cuts, cut{end: len(f.b), reason: reason})
+	return f
+}
+
+// addPortless appends a header that a capture cut inside of turns into a
+// portless flow of protocol proto (see cut).
+func (f *fb) addPortless(proto uint8, bs ...byte) *fb {
+	f.b = append(f.b, bs...)
+	f.cuts = append(f.cuts, cut{end: len(f.b), portless: true, proto: proto})
 	return f
 }
 
@@ -117,9 +147,12 @@ func (f *fb) ipv4(h v4) *fb {
 		be16(uint16(h.tl)),
 		be16(h.id), be16(h.frag),
 		[]byte{64, h.proto}, be16(0), // TTL, protocol, checksum
-		ip(h.src), ip(h.dst), h.opts)...)
+		ip(h.src), ip(h.dst))...)
+	if len(h.opts) > 0 {
+		f.addPortless(h.proto, h.opts...)
+	}
 	if !h.fixTL {
-		f.ipStart, f.ipVer = start, 4
+		f.ips = append(f.ips, ipMark{start, 4})
 	}
 	return f
 }
@@ -127,12 +160,13 @@ func (f *fb) ipv4(h v4) *fb {
 // ipv6 appends a fixed IPv6 header whose payload length done() fills in.
 func (f *fb) ipv6(src, dst string, nh uint8) *fb {
 	f.ipv6pl(src, dst, nh, 0)
-	f.ipStart, f.ipVer = len(f.b)-40, 6
+	f.ips = append(f.ips, ipMark{len(f.b) - 40, 6})
 	return f
 }
 
 // ipv6pl appends a fixed IPv6 header with a literal payload length.
 func (f *fb) ipv6pl(src, dst string, nh uint8, pl uint16) *fb {
+	f.nh = nh
 	return f.add(ReasonTruncatedIPv6, cat(
 		[]byte{0x60, 0, 0, 0}, be16(pl), []byte{nh, 64}, ip(src), ip(dst))...)
 }
@@ -142,18 +176,23 @@ func (f *fb) ipv6pl(src, dst string, nh uint8, pl uint16) *fb {
 func (f *fb) ext(nh uint8, n int) *fb {
 	h := make([]byte, n)
 	h[0], h[1] = nh, byte(n/8-1)
-	return f.add(ReasonIPv6ExtTruncated, h...)
+	own := f.nh
+	f.nh = nh
+	return f.addPortless(own, h...)
 }
 
 // ah appends an Authentication Header of total length n (a multiple of 4).
 func (f *fb) ah(nh uint8, n int) *fb {
 	h := make([]byte, n)
 	h[0], h[1] = nh, byte(n/4-2)
-	return f.add(ReasonIPv6ExtTruncated, h...)
+	own := f.nh
+	f.nh = nh
+	return f.addPortless(own, h...)
 }
 
 // jumbo appends a hop-by-hop header holding a Jumbo Payload option.
 func (f *fb) jumbo(nh uint8, length uint32) *fb {
+	f.nh = nh
 	return f.add(ReasonIPv6ExtTruncated, cat([]byte{nh, 0, 0xc2, 4}, be32(length))...)
 }
 
@@ -163,7 +202,9 @@ func (f *fb) frag6(nh uint8, offset uint16, more bool, id uint32) *fb {
 	if more {
 		fo |= 1
 	}
-	return f.add(ReasonIPv6ExtTruncated, cat([]byte{nh, 0}, be16(fo), be32(id))...)
+	own := f.nh
+	f.nh = nh
+	return f.addPortless(own, cat([]byte{nh, 0}, be16(fo), be32(id))...)
 }
 
 // tcp appends a 20-byte TCP header; the decoder needs it through the flags.
@@ -194,16 +235,26 @@ func (f *fb) payload(n int) *fb {
 	return f
 }
 
-// done writes the IP length of the packet started by ipv4/ipv6 (up to here).
+// done writes the IP lengths of the packets started by ipv4/ipv6 (up to
+// here), and the NFLOG payload TLV's length.
 func (f *fb) done() *fb {
-	if f.ipStart >= 0 {
-		n := len(f.b) - f.ipStart
-		if f.ipVer == 4 {
-			binary.BigEndian.PutUint16(f.b[f.ipStart+2:], uint16(n))
+	for _, m := range f.ips {
+		n := len(f.b) - m.start
+		if m.ver == 4 {
+			binary.BigEndian.PutUint16(f.b[m.start+2:], uint16(n))
 		} else {
-			binary.BigEndian.PutUint16(f.b[f.ipStart+4:], uint16(n-40))
+			binary.BigEndian.PutUint16(f.b[m.start+4:], uint16(n-40))
 		}
-		f.ipStart = -1
+	}
+	f.ips = nil
+	if f.tlvLen != 0 {
+		n := uint16(len(f.b) - f.tlvLen)
+		if f.tlvLE {
+			binary.LittleEndian.PutUint16(f.b[f.tlvLen:], n)
+		} else {
+			binary.BigEndian.PutUint16(f.b[f.tlvLen:], n)
+		}
+		f.tlvLen = 0
 	}
 	return f
 }
@@ -216,14 +267,14 @@ func (f *fb) need() int {
 	return f.cuts[len(f.cuts)-1].end
 }
 
-// cutReason returns the reason a prefix of n bytes must fail with.
-func (f *fb) cutReason(n int) Reason {
+// cutAt returns what a prefix of n bytes must give.
+func (f *fb) cutAt(n int) cut {
 	if n == 0 && f.link == LinkRaw {
-		return ReasonTruncatedLink
+		return cut{reason: ReasonTruncatedLink}
 	}
 	for _, c := range f.cuts {
 		if n < c.end {
-			return c.reason
+			return c
 		}
 	}
 	panic("prefix is not truncated")

@@ -102,7 +102,13 @@ func okCases() []okCase {
 		{name: "ipv6-atomic-fragment-udp", f: eth().eth(0x86dd).ipv6(a6, b6, 44).frag6(17, 0, false, 99).udp(1, 2).done(),
 			want: pk(key(a6, b6, 17, 1, 2), 40+8+8, 0, unk)},
 		{name: "ipv6-mobility", f: eth().eth(0x86dd).ipv6(a6, b6, 135).ext(59, 16).done(),
-			want: pk(key(a6, b6, 59, 0, 0), 40+16, 0, unk)},
+			want: pk(key(a6, b6, 135, 0, 0), 40+16, 0, unk)},
+		{name: "ipv6-hip", f: eth().eth(0x86dd).ipv6(a6, b6, 139).ext(59, 40).done(),
+			want: pk(key(a6, b6, 139, 0, 0), 40+40, 0, unk)},
+		{name: "ipv6-dstopts-shim6", f: eth().eth(0x86dd).ipv6(a6, b6, 60).ext(140, 8).ext(59, 16).done(),
+			want: pk(key(a6, b6, 140, 0, 0), 40+8+16, 0, unk)},
+		{name: "ipv6-shim6-payload-udp", f: eth().eth(0x86dd).ipv6(a6, b6, 140).ext(17, 8).udp(1, 2).done(),
+			want: pk(key(a6, b6, 17, 1, 2), 40+8+8, 0, unk)},
 		{name: "ipv6-hbh-esp", f: eth().eth(0x86dd).ipv6(a6, b6, 0).ext(50, 8).payload(40).done(),
 			want: pk(key(a6, b6, 50, 0, 0), 40+8+40, 0, unk)},
 		{name: "ipv6-no-next-padded", f: eth().eth(0x86dd).ipv6(a6, b6, 59).done().plain(make([]byte, 6)...),
@@ -146,6 +152,7 @@ func okCases() []okCase {
 		{name: "ipv4-snaplen", f: eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 17, tl: 1500, fixTL: true}).udp(1, 2),
 			wire: 14 + 1500, want: pk(key(a4, b4, 17, 1, 2), 1500, 0, unk)},
 	}
+	cs = append(cs, linkCases()...)
 	return append(cs, icmpCases()...)
 }
 
@@ -231,9 +238,20 @@ func TestDecodeTruncated(t *testing.T) {
 					}
 					continue
 				}
-				want := c.f.cutReason(n)
-				if ok || s.Errors[want] != 1 || s.TotalErrors() != 1 || s.Frames != 1 {
-					t.Fatalf("prefix %d of %d: ok=%v errors=%v, want one %v", n, len(c.f.b), ok, s.Errors, want)
+				want := c.f.cutAt(n)
+				if want.portless {
+					// The snap length cut the options or an extension
+					// header: every byte still counts, without ports.
+					w := full
+					w.Key.SrcPort, w.Key.DstPort, w.Key.ICMPType, w.Key.ICMPCode = 0, 0, 0, 0
+					w.Key.Proto, w.TCPFlags, w.Role = want.proto, 0, flow.RoleUnknown
+					if !ok || p != w || s.CutHeaders != 1 || s.Decoded != 1 || s.TotalErrors() != 0 {
+						t.Fatalf("prefix %d of %d: ok=%v %+v cut %d errors %v, want a portless %+v", n, len(c.f.b), ok, p, s.CutHeaders, s.Errors, w)
+					}
+					continue
+				}
+				if ok || s.Errors[want.reason] != 1 || s.TotalErrors() != 1 || s.Frames != 1 {
+					t.Fatalf("prefix %d of %d: ok=%v errors=%v, want one %v", n, len(c.f.b), ok, s.Errors, want.reason)
 				}
 			}
 			// The same prefixes as whole frames (wire length = capture): never

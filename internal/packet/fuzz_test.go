@@ -11,24 +11,29 @@ import (
 // there) and checks the invariants of every result and counter.
 func FuzzDecode(f *testing.F) {
 	for _, c := range okCases() {
-		f.Add(uint16(c.f.link), c.f.b, []byte(nil), c.wireLen(), int64(0))
+		f.Add(uint16(c.f.link), c.f.b, []byte(nil), c.wireLen(), int64(0), uint8(0))
 	}
 	for _, c := range badCases() {
-		f.Add(uint16(c.f.link), c.f.b, []byte(nil), c.wire, int64(0))
+		f.Add(uint16(c.f.link), c.f.b, []byte(nil), c.wire, int64(0), uint8(0))
 	}
 	for _, c := range benchCases() {
 		for _, pf := range c.prime {
-			f.Add(uint16(c.f.link), pf.b, c.f.b, 0, int64(1e9))
+			f.Add(uint16(c.f.link), pf.b, c.f.b, 0, int64(1e9), uint8(c.decap))
 		}
 	}
-	f.Add(uint16(LinkEthernet), frag4(a4, b4, 6, 5, 0, true).tcp(1, 2, 2).done().b, frag4(a4, b4, 6, 5, 3, false).payload(8).done().b, 0, int64(31e9))
-	f.Add(uint16(LinkEthernet), eth().eth(0x86dd).ipv6(a6, b6, 44).frag6(58, 0, true, 9).icmp(128, 0).done().b, frag6later(58, 9, 2, false, 8).b, 0, int64(1))
-	f.Add(uint16(LinkEthernet), eth().eth(0x0806).payload(28).b, eth().eth(0x0026).b, 0, int64(0))
-	f.Add(uint16(LinkSLL), newFrame(LinkSLL).sll(0x86dd).ipv6(a6, b6, 51).ah(17, 12).udp(1, 2).done().b, []byte(nil), 0, int64(0))
-	f.Add(uint16(LinkRaw), []byte{0x45}, []byte{0x60}, 0, int64(0))
+	for _, c := range tunnelCases() {
+		f.Add(uint16(c.f.link), c.f.b, []byte(nil), 0, int64(0), uint8(DecapAll))
+	}
+	f.Add(uint16(LinkEthernet), frag4(a4, b4, 6, 5, 0, true).tcp(1, 2, 2).done().b, frag4(a4, b4, 6, 5, 3, false).payload(8).done().b, 0, int64(31e9), uint8(0))
+	f.Add(uint16(LinkEthernet), eth().eth(0x86dd).ipv6(a6, b6, 44).frag6(58, 0, true, 9).icmp(128, 0).done().b, frag6later(58, 9, 2, false, 8).b, 0, int64(1), uint8(0))
+	f.Add(uint16(LinkEthernet), eth().eth(0x0806).payload(28).b, eth().eth(0x0026).b, 0, int64(0), uint8(0))
+	f.Add(uint16(LinkSLL), newFrame(LinkSLL).sll(0x86dd).ipv6(a6, b6, 51).ah(17, 12).udp(1, 2).done().b, []byte(nil), 0, int64(0), uint8(0))
+	f.Add(uint16(LinkRaw), []byte{0x45}, []byte{0x60}, 0, int64(0), uint8(0))
+	f.Add(uint16(LinkNFLOG), []byte{2, 0, 0, 0, 8, 0, 9, 0, 0x45, 0, 0, 0}, []byte{10, 0, 0, 0, 0, 8, 0, 9, 0x60}, 0, int64(0), uint8(0))
+	f.Add(uint16(LinkEthernet), eth().eth(0x8847).mpls(1).pw(0x8847).mpls(2).pw(0x6558).innerEth(0x0800, ReasonTruncatedLink).b, []byte(nil), 0, int64(0), uint8(0))
 
-	f.Fuzz(func(t *testing.T, link uint16, a, b []byte, wireLen int, dt int64) {
-		d := NewDecoder(Config{FragmentSlots: 4})
+	f.Fuzz(func(t *testing.T, link uint16, a, b []byte, wireLen int, dt int64, decap uint8) {
+		d := NewDecoder(Config{FragmentSlots: 4, Decap: Decap(decap)})
 		check(t, d, LinkType(link), a, wireLen, 0)
 		if b != nil {
 			check(t, d, LinkType(link), b, wireLen, dt)
@@ -37,12 +42,23 @@ func FuzzDecode(f *testing.F) {
 		if s.Decoded != s.IPv4+s.IPv6 {
 			t.Fatalf("decoded %d != ipv4 %d + ipv6 %d", s.Decoded, s.IPv4, s.IPv6)
 		}
-		if s.NonIP != s.LLC+s.NonIPOther+sumEtherTypes(s) {
+		if s.NonIP != s.LLC+s.LinkOther+s.NonIPOther+sumEtherTypes(s) {
 			t.Fatalf("non-IP buckets do not add up: %+v", *s)
 		}
 		fs := s.Fragments
 		if fs.Evicted > fs.First || fs.Attributed+fs.Unattributed > s.Decoded {
 			t.Fatalf("fragment counters: %+v", fs)
+		}
+		var inner, outer uint64
+		for i := range s.Decap.Inner {
+			inner += s.Decap.Inner[i]
+			outer += s.Decap.Outer[i]
+			if !Decap(decap).Has(Tunnel(i)) && s.Decap.Inner[i]+s.Decap.Outer[i] != 0 {
+				t.Fatalf("tunnel %v counted but not enabled (%v): %+v", Tunnel(i), Decap(decap), s.Decap)
+			}
+		}
+		if inner+outer > s.Decoded || s.CutHeaders > s.Decoded {
+			t.Fatalf("decap %+v, cut headers %d, but %d decoded", s.Decap, s.CutHeaders, s.Decoded)
 		}
 	})
 }
@@ -68,6 +84,9 @@ func check(t *testing.T, d *Decoder, link LinkType, data []byte, wireLen int, no
 	}
 	if p.Time != now || p.Iface != 7 {
 		t.Fatalf("Decode touched Time/Iface: %+v", p)
+	}
+	if o := d.Outer(); o != nil && (!ok || (o.IPVersion != 4 && o.IPVersion != 6) || int(o.Tunnel) >= NumTunnels) {
+		t.Fatalf("Outer() = %+v after Decode = %v", o, ok)
 	}
 	if !ok {
 		return

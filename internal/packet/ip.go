@@ -69,23 +69,16 @@ func (d *Decoder) ipv4(data []byte, off, wireLen int, p *flow.Packet) bool {
 	if hl < ipv4MinHeaderLen {
 		return d.fail(ReasonBadIPv4HeaderLength)
 	}
-	if len(b) < hl {
-		return d.fail(ReasonTruncatedIPv4)
-	}
 	ipLen := int(binary.BigEndian.Uint16(b[ipv4LenOff:]))
-	if ipLen == 0 {
-		ipLen = avail(data, off, wireLen) // >= len(b) >= hl
-		d.stats.IPLengthFromFrame++
-		if ipLen > math.MaxUint32 { // a bogus wire length: Length could not hold it
-			return d.fail(ReasonIPLengthExceedsFrame)
-		}
-	} else {
+	if ipLen != 0 { // the common case first: it falls through
 		if ipLen < hl {
 			return d.fail(ReasonBadIPv4TotalLength)
 		}
 		if wireLen > 0 && ipLen > wireLen-off {
 			return d.fail(ReasonIPLengthExceedsFrame)
 		}
+	} else if ipLen = d.zeroLength4(b, hl, avail(data, off, wireLen)); ipLen == 0 {
+		return false
 	}
 	k := &p.Key
 	k.IPVersion = 4
@@ -95,19 +88,49 @@ func (d *Decoder) ipv4(data []byte, off, wireLen int, p *flow.Packet) bool {
 	k.Proto = proto
 	p.Length = uint32(ipLen)
 	frag := binary.BigEndian.Uint16(b[ipv4FragOff:])
-	if frag&ipv4OffsetMask != 0 {
-		d.laterFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
-	} else {
+	if frag&ipv4OffsetMask == 0 && len(b) >= hl { // the common case first
+		if d.decap != 0 && !d.inner { // one branch when off: the rest is in ipv4Tunnel
+			return d.ipv4Tunnel(p, proto, b, hl, ipLen, frag)
+		}
 		if !d.transport(p, proto, b, hl, ipLen) {
 			return false
 		}
 		if frag&ipv4MoreFrags != 0 {
 			d.firstFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
 		}
+	} else if frag&ipv4OffsetMask != 0 {
+		d.laterFragment(p, proto, uint32(binary.BigEndian.Uint16(b[ipv4IDOff:])))
+	} else {
+		// The snap length cut the options (the header is within the IP
+		// length, so the frame had them): a portless flow keeps the bytes.
+		d.stats.CutHeaders++
 	}
 	d.stats.IPv4++
 	d.stats.Decoded++
 	return true
+}
+
+// zeroLength4 returns the length of an IPv4 packet (header b, of length
+// hl) whose header says 0, or 0 after counting why it is malformed. Only
+// segmentation offload leaves the length 0 (a TCP or UDP super-packet
+// captured before the NIC cut it), never in a later fragment: then it is
+// the frame's, from the IP header on (frame bytes).
+func (d *Decoder) zeroLength4(b []byte, hl, frame int) int {
+	proto := b[ipv4ProtoOff]
+	if (proto != protoTCP && proto != protoUDP) || binary.BigEndian.Uint16(b[ipv4FragOff:])&ipv4OffsetMask != 0 {
+		d.fail(ReasonZeroIPLength)
+		return 0
+	}
+	if frame < hl { // frame >= len(b) >= 20
+		d.fail(ReasonTruncatedIPv4)
+		return 0
+	}
+	if frame > math.MaxUint32 { // a bogus wire length: Length could not hold it
+		d.fail(ReasonIPLengthExceedsFrame)
+		return 0
+	}
+	d.stats.IPLengthFromFrame++
+	return frame
 }
 
 // ipv6 decodes the IPv6 packet at data[off:], walking its extension headers.
@@ -123,18 +146,21 @@ func (d *Decoder) ipv6(data []byte, off, wireLen int, p *flow.Packet) bool {
 	nh := b[ipv6NextOff]
 	ipLen := ipv6HeaderLen + int(binary.BigEndian.Uint16(b[ipv6PayLenOff:]))
 	if ipLen == ipv6HeaderLen && nh != protoNoNext { // "no next header" may really be empty
-		jumbo := 0
-		if nh == protoHopByHop {
-			var ok bool
-			if jumbo, ok = jumboLength(b); !ok {
+		switch nh {
+		case protoHopByHop: // a Jumbo Payload option (RFC 2675; BIG TCP up to Linux 6.x)
+			jumbo, ok := jumboLength(b)
+			if !ok {
 				return d.fail(ReasonIPv6ExtTruncated)
 			}
-		}
-		if jumbo != 0 {
+			if jumbo == 0 {
+				return d.fail(ReasonZeroIPLength)
+			}
 			ipLen += jumbo
-		} else {
+		case protoTCP, protoUDP: // a BIG TCP super-packet without the hop-by-hop header
 			ipLen = avail(data, off, wireLen) // >= len(b) >= 40
 			d.stats.IPLengthFromFrame++
+		default:
+			return d.fail(ReasonZeroIPLength)
 		}
 	}
 	if (wireLen > 0 && ipLen > wireLen-off) || ipLen > math.MaxUint32 {
@@ -162,7 +188,7 @@ walk:
 				return d.fail(ReasonHeaderExceedsIPLength)
 			}
 			if t+2 > len(b) {
-				return d.fail(ReasonIPv6ExtTruncated)
+				return d.cutHeader(p, nh)
 			}
 			switch nh {
 			case protoFragment:
@@ -176,7 +202,10 @@ walk:
 				return d.fail(ReasonHeaderExceedsIPLength)
 			}
 			if t+hl > len(b) {
-				return d.fail(ReasonIPv6ExtTruncated)
+				return d.cutHeader(p, nh)
+			}
+			if b[t] == protoNoNext && (nh == protoMobility || nh == protoHIP || nh == protoShim6) {
+				break walk // the message is this header: key by it, as Wireshark shows it
 			}
 		default:
 			break walk // ESP, no-next-header or a transport protocol
@@ -198,12 +227,26 @@ walk:
 		t += hl
 	}
 	k.Proto = nh
+	if d.decap != 0 && !d.inner { // one branch when off: the rest is in ipv6Tunnel
+		return d.ipv6Tunnel(p, nh, b, t, ipLen, first, fragNH, fragID)
+	}
 	if nh != protoESP && nh != protoNoNext && !d.transport(p, nh, b, t, ipLen) {
 		return false
 	}
 	if first {
 		d.firstFragment(p, fragNH, fragID)
 	}
+	d.stats.IPv6++
+	d.stats.Decoded++
+	return true
+}
+
+// cutHeader keys a packet whose IPv6 extension header nh the snap length
+// cut: addresses and IP length are known, the transport is not, so it
+// counts in a flow with protocol nh and no ports.
+func (d *Decoder) cutHeader(p *flow.Packet, nh uint8) bool {
+	p.Key.Proto = nh
+	d.stats.CutHeaders++
 	d.stats.IPv6++
 	d.stats.Decoded++
 	return true

@@ -6,17 +6,25 @@ type Reason uint8
 
 // Reasons, in the order of the layers they concern.
 const (
-	ReasonTruncatedLink         Reason = iota // capture shorter than the link-layer header
+	ReasonTruncatedLink         Reason = iota // capture shorter than the link-layer header (NFLOG: its TLVs before the packet)
 	ReasonUnknownLinkType                     // link type the decoder does not understand
+	ReasonBadNFLOG                            // NFLOG: version not 0, or a TLV shorter than its header or longer than the frame
+	ReasonNFLOGNoPayload                      // NFLOG: no packet TLV (the rule copied no bytes)
 	ReasonTruncatedVLAN                       // capture ends inside an 802.1Q/802.1ad tag
 	ReasonTooManyVLANTags                     // more than MaxVLANTags stacked tags
+	ReasonTruncatedPPPoE                      // capture ends inside the PPPoE session header or its PPP protocol field
+	ReasonBadPPPoE                            // PPPoE session header whose version/type is not 1/1 or code not 0
+	ReasonTruncatedMPLS                       // capture ends inside the MPLS label stack, control word or pseudowire Ethernet header
+	ReasonTooManyMPLSLabels                   // more than MaxMPLSLabels labels before bottom of stack
+	ReasonTooManyEncapsulations               // more than MaxEncapsulations layers (pseudowires, GRE/VXLAN Ethernet) nested
 	ReasonBadIPVersion                        // version nibble disagrees with the ethertype / link type
-	ReasonTruncatedIPv4                       // capture ends inside the IPv4 header (options included)
+	ReasonTruncatedIPv4                       // capture ends inside the fixed IPv4 header
 	ReasonBadIPv4HeaderLength                 // IHL < 5
 	ReasonBadIPv4TotalLength                  // total length < IHL*4
 	ReasonTruncatedIPv6                       // capture ends inside the fixed IPv6 header
-	ReasonIPv6ExtTruncated                    // capture ends inside an IPv6 extension header
+	ReasonIPv6ExtTruncated                    // capture ends inside a hop-by-hop header that must say the Jumbo length
 	ReasonIPv6ExtChainTooLong                 // more than MaxIPv6ExtHeaders extension headers
+	ReasonZeroIPLength                        // IP length 0 where no offload makes one (see "Lengths")
 	ReasonIPLengthExceedsFrame                // IP length claims more bytes than the frame had on the wire
 	ReasonHeaderExceedsIPLength               // an extension or transport header runs past the IP length
 	ReasonTruncatedTransport                  // capture ends before the ports (or TCP flags / ICMP code)
@@ -29,8 +37,15 @@ const NumReasons = int(numReasons)
 var reasonNames = [numReasons]string{
 	"truncated_link",
 	"unknown_link_type",
+	"bad_nflog",
+	"nflog_no_payload",
 	"truncated_vlan",
 	"too_many_vlan_tags",
+	"truncated_pppoe",
+	"bad_pppoe",
+	"truncated_mpls",
+	"too_many_mpls_labels",
+	"too_many_encapsulations",
 	"bad_ip_version",
 	"truncated_ipv4",
 	"bad_ipv4_header_length",
@@ -38,6 +53,7 @@ var reasonNames = [numReasons]string{
 	"truncated_ipv6",
 	"ipv6_ext_truncated",
 	"ipv6_ext_chain_too_long",
+	"zero_ip_length",
 	"ip_length_exceeds_frame",
 	"header_exceeds_ip_length",
 	"truncated_transport",

@@ -12,6 +12,19 @@ type FragmentStats struct {
 	Evicted      uint64 // live entries overwritten because their probe window was full
 }
 
+// DecapStats counts the tunnels Config.Decap looked into, per Tunnel kind.
+type DecapStats struct {
+	// Inner counts tunnel packets keyed by the packet inside.
+	Inner [NumTunnels]uint64
+	// Outer counts tunnel packets of an enabled kind keyed by their outer
+	// header instead: fragmented (counted once, at the first fragment), a
+	// tunnel header weir does not take apart (GRE version 1 or routing,
+	// ERSPAN, VXLAN without its I flag, Geneve version > 0), or an inner
+	// packet that is not IP or could not be read (cut by the snap length,
+	// malformed).
+	Outer [NumTunnels]uint64
+}
+
 // Stats counts what a Decoder saw. Every frame is counted once in Frames
 // and in exactly one of Decoded, NonIP or Errors, so
 // Frames == Decoded + NonIP + TotalErrors().
@@ -23,11 +36,14 @@ type Stats struct {
 	Decoded           uint64             // frames that produced a flow packet (IPv4 + IPv6)
 	IPv4              uint64             // decoded IPv4 packets
 	IPv6              uint64             // decoded IPv6 packets
-	NonIP             uint64             // non-IP frames (ARP, LLDP, 802.3/LLC, …): LLC + NonIPOther + per-ethertype counts
+	NonIP             uint64             // non-IP frames (ARP, LLDP, 802.3/LLC, …): LLC + LinkOther + NonIPOther + per-ethertype counts
 	LLC               uint64             // frames with an 802.3 length field instead of an ethertype
+	LinkOther         uint64             // non-IP frames of link types without an ethertype: a BSD loopback or NFLOG address family, a netlink capture
 	NonIPOther        uint64             // non-IP frames whose ethertype found no free counting slot
 	IPLengthFromFrame uint64             // IP length 0 in the header (TSO/BIG TCP): taken from the frame length
+	CutHeaders        uint64             // IPv4 options or IPv6 extension headers cut by the snap length: counted in a portless flow
 	Fragments         FragmentStats      // fragment table counters
+	Decap             DecapStats         // tunnels looked into (Config.Decap)
 	Errors            [NumReasons]uint64 // rejected frames, indexed by Reason
 
 	etherTypes    [maxEtherTypes]uint16
@@ -71,10 +87,14 @@ func (s *Stats) EachEtherType(fn func(etherType uint16, count uint64)) {
 }
 
 // EachNonIP calls fn with a printable name for every non-IP bucket with a
-// non-zero count: "llc", each ethertype (EtherTypeName), then "other".
+// non-zero count: "llc", "link_other", each ethertype (EtherTypeName), then
+// "other".
 func (s *Stats) EachNonIP(fn func(name string, count uint64)) {
 	if s.LLC != 0 {
 		fn("llc", s.LLC)
+	}
+	if s.LinkOther != 0 {
+		fn("link_other", s.LinkOther)
 	}
 	for i := 0; i < s.numEtherTypes; i++ {
 		fn(EtherTypeName(s.etherTypes[i]), s.etherCounts[i])
@@ -102,8 +122,14 @@ func (s *Stats) Add(o *Stats) {
 	s.IPv6 += o.IPv6
 	s.NonIP += o.NonIP
 	s.LLC += o.LLC
+	s.LinkOther += o.LinkOther
 	s.NonIPOther += o.NonIPOther
 	s.IPLengthFromFrame += o.IPLengthFromFrame
+	s.CutHeaders += o.CutHeaders
+	for i := range s.Decap.Inner {
+		s.Decap.Inner[i] += o.Decap.Inner[i]
+		s.Decap.Outer[i] += o.Decap.Outer[i]
+	}
 	s.Fragments.First += o.Fragments.First
 	s.Fragments.Attributed += o.Fragments.Attributed
 	s.Fragments.Unattributed += o.Fragments.Unattributed
@@ -144,6 +170,12 @@ func EtherTypeName(et uint16) string {
 		return "ipx"
 	case 0x88e5:
 		return "macsec"
+	case 0x880b:
+		return "ppp"
+	case 0x6558:
+		return "ethernet_bridging"
+	case 0x88be:
+		return "erspan"
 	case 0x8906:
 		return "fcoe"
 	case 0x22f0:

@@ -16,7 +16,7 @@ func TestReasonNames(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if got := Reason(NumReasons).String(); got != "reason_14" {
+	if got := Reason(NumReasons).String(); got != "reason_22" {
 		t.Errorf("out of range: %q", got)
 	}
 	for r, want := range map[Reason]string{
@@ -68,12 +68,15 @@ func TestStatsAdd(t *testing.T) {
 	feed(d2, eth().eth(0x0040).payload(64))
 	feed(d2, eth().eth(0x86dd).ipv6(a6, b6, 17).udp(1, 2).done())
 	feed(d2, frag4(a4, b4, 17, 1, 1, false).payload(8).done())
-	feed(d2, newFrame(9).plain(1))
+	feed(d2, newFrame(147).plain(1))
+	feed(d2, newFrame(LinkNull).plain(7, 0, 0, 0)) // AF_ISO: no ethertype
+	opts := eth().eth(0x0800).ipv4(v4{src: a4, dst: b4, proto: 6, opts: []byte{1, 1, 1, 1}}).tcp(1, 2, 0x10).done()
+	d2.Decode(opts.link, opts.b[:14+22], len(opts.b), &p) // the snap length cut the options
 
 	var sum Stats
 	sum.Add(d1.Stats())
 	sum.Add(d2.Stats())
-	want := Stats{Frames: 10, Decoded: 4, IPv4: 3, IPv6: 1, NonIP: 4, LLC: 1, // d1: 2 IP, 1 ARP, 1 error; d2: 2 IP, 3 non-IP, 1 error
+	want := Stats{Frames: 12, Decoded: 5, IPv4: 4, IPv6: 1, NonIP: 5, LLC: 1, LinkOther: 1, CutHeaders: 1, // d1: 2 IP, 1 ARP, 1 error; d2: 3 IP, 4 non-IP, 1 error
 		Fragments: FragmentStats{First: 1, Unattributed: 1}}
 	want.Errors[ReasonTruncatedLink] = 1
 	want.Errors[ReasonUnknownLinkType] = 1

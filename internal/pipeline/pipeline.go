@@ -35,6 +35,10 @@ type Stats struct {
 	Table   flow.Stats    // flow table counters
 	Records uint64        // records handed to the sink
 	Elapsed time.Duration // wall time of Run
+	// TunnelOverflow counts decapsulated packets whose tunnel endpoints
+	// could not be kept (more than flow.MaxTunnels tunnels): their flows'
+	// records carry none.
+	TunnelOverflow uint64
 }
 
 // Pipeline is one meter: a decoder and a flow table fed by one source.
@@ -123,6 +127,7 @@ func (p *Pipeline) Run(ctx context.Context, src source.PacketSource) (Stats, err
 		reason   = flow.ReasonEOF
 		tick     = int64(p.cfg.Tick)
 		pkts     = p.pkts[:0]
+		decap    = p.cfg.Decoder.Decap != 0
 	)
 	// apply hands the decoded batch to the table: UpdateBatch prefetches
 	// the slots of packets ahead, so a big table's cache misses overlap.
@@ -157,6 +162,11 @@ func (p *Pipeline) Run(ctx context.Context, src source.PacketSource) (Stats, err
 			pkts = pkts[:len(pkts)-1]
 			continue
 		}
+		if decap {
+			if o := p.dec.Outer(); o != nil { // keyed by the packet inside a tunnel: keep the endpoints
+				pkt.Iface = p.ifaces.IndexTunnel(lastIdx, &pkt.Key, &o.SrcAddr, &o.DstAddr, o.IPVersion)
+			}
+		}
 		if pkt.Time > lastTime {
 			lastTime = pkt.Time
 		}
@@ -185,6 +195,7 @@ func (p *Pipeline) Run(ctx context.Context, src source.PacketSource) (Stats, err
 	p.flush()
 	p.stats.Decoder = *p.dec.Stats()
 	p.stats.Table = p.table.Stats()
+	p.stats.TunnelOverflow = p.ifaces.TunnelOverflow()
 	p.stats.Elapsed = time.Since(start)
 	if srcErr != nil {
 		p.errs = append([]error{fmt.Errorf("reading input: %w", srcErr)}, p.errs...)

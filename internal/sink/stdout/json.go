@@ -95,6 +95,13 @@ func AppendJSON(b []byte, r *flow.Record) []byte {
 		b = append(b, `,"vlan":`...)
 		b = strconv.AppendUint(b, uint64(r.VLAN), 10)
 	}
+	if r.TunnelSrc.IsValid() {
+		b = append(b, `,"tunnel_src":"`...)
+		b = r.TunnelSrc.AppendTo(b)
+		b = append(b, `","tunnel_dst":"`...)
+		b = r.TunnelDst.AppendTo(b)
+		b = append(b, '"')
+	}
 	if r.DropPackets != 0 {
 		b = append(b, `,"drop_packets":`...)
 		b = strconv.AppendUint(b, r.DropPackets, 10)

@@ -260,3 +260,34 @@ func TestJSONNode(t *testing.T) {
 		t.Errorf("node does not come back: %v %v", err, m)
 	}
 }
+
+// TestJSONTunnel: tunnel_src and tunnel_dst follow iface (and vlan) only
+// for flows keyed through a tunnel (--decap), as RFC 5952 addresses, with
+// no allocation.
+func TestJSONTunnel(t *testing.T) {
+	r := rec("10.244.1.5", "10.244.2.7", 40000, 80, flow.ProtoTCP)
+	r.VLAN = 12
+	r.TunnelSrc, r.TunnelDst = netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	got := string(AppendJSON(nil, &r))
+	if want := `"iface":"eth0","vlan":12,"tunnel_src":"192.0.2.1","tunnel_dst":"192.0.2.2"}`; !strings.HasSuffix(got, want) {
+		t.Errorf("tunnel record:\n%s\nwant it to end\n%s", got, want)
+	}
+	r.VLAN = 0
+	r.TunnelSrc, r.TunnelDst = netip.MustParseAddr("2001:db8:0:0:1::a"), netip.MustParseAddr("2001:db8::b")
+	got = string(AppendJSON(nil, &r))
+	if want := `"iface":"eth0","tunnel_src":"2001:db8::1:0:0:a","tunnel_dst":"2001:db8::b"}`; !strings.HasSuffix(got, want) {
+		t.Errorf("IPv6 tunnel record:\n%s\nwant it to end\n%s", got, want)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(got), &m); err != nil || m["tunnel_dst"] != "2001:db8::b" {
+		t.Errorf("not JSON: %v %v", err, m)
+	}
+	buf := make([]byte, 0, 1024)
+	if allocs := testing.AllocsPerRun(1000, func() { buf = AppendJSON(buf[:0], &r) }); allocs != 0 {
+		t.Errorf("%v allocs per record with a tunnel", allocs)
+	}
+	plain := rec("10.0.0.1", "10.0.0.2", 1, 2, flow.ProtoUDP)
+	if s := string(AppendJSON(nil, &plain)); strings.Contains(s, "tunnel") {
+		t.Errorf("plain record mentions a tunnel: %s", s)
+	}
+}

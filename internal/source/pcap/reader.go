@@ -1,23 +1,29 @@
 // Package pcap reads and writes capture files in the classic pcap format and
-// in pcapng, in pure Go. Reader is a source.PacketSource for
-// `weir capture --read FILE`; Writer and NgWriter produce files for tests and
-// sample captures.
+// in pcapng, in pure Go. Reader is a source.PacketSource for one capture,
+// gzip- or zstd-compressed or not (told by the magic, not the name); Files
+// chains several (and standard input) into one stream for
+// `weir capture --read FILE...`; Writer and NgWriter produce files for tests
+// and sample captures.
 //
 // The reader treats its input as hostile: every failure is one of the
 // sentinel errors below, wrapped with the byte offset of the record or block
-// where it happened; lengths are checked against fixed bounds before any
-// buffer grows; and Next does not allocate once its buffer has grown to the
-// largest packet.
+// where it happened (in the decompressed data, for compressed input);
+// lengths are checked against fixed bounds before any buffer grows; and Next
+// does not allocate once its buffer has grown to the largest packet.
 package pcap
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/weir-dev/weir/internal/source"
 )
@@ -27,6 +33,9 @@ const (
 	MaxPacketLen = 256 << 10 // largest captured length of one packet (libpcap's maximum snaplen)
 	MaxBlockLen  = 16 << 20  // largest pcapng block of any type
 	MaxIfaces    = 4096      // most interfaces in one pcapng section
+	// MaxZstdWindow bounds the memory a zstd stream may ask for: what the
+	// zstd tool itself decompresses without --memory (128 MiB, --long=27).
+	MaxZstdWindow = 128 << 20
 )
 
 // Sentinel errors. Every error from the reader wraps one of these (or an
@@ -40,6 +49,8 @@ var (
 	ErrBadBlock          = errors.New("pcap: inconsistent block lengths")
 	ErrUnknownInterface  = errors.New("pcap: packet refers to an undeclared interface")
 	ErrTooManyInterfaces = errors.New("pcap: too many interfaces in one section")
+	ErrCompression       = errors.New("pcap: compressed in a format weir does not read")
+	ErrDecompress        = errors.New("pcap: the compressed data is damaged or asks for too much memory")
 )
 
 // Format is the container format of a capture file.
@@ -65,14 +76,16 @@ func (f Format) String() string {
 // Stats counts what a Reader has read so far.
 type Stats struct {
 	Format        Format
+	Compression   string            // "gzip", "zstd", or "" for an uncompressed capture
 	Packets       uint64            // frames returned by Next
-	Bytes         uint64            // bytes of input consumed
+	Bytes         uint64            // bytes of input consumed (decompressed)
 	CapturedBytes uint64            // sum of len(Frame.Data)
 	WireBytes     uint64            // sum of Frame.WireLen
 	Sections      uint64            // pcapng Section Header Blocks
 	Interfaces    uint64            // pcapng Interface Description Blocks, all sections
 	Skipped       map[uint32]uint64 // pcapng blocks skipped, by block type (a copy)
 	SkippedOther  uint64            // skipped blocks whose type did not fit in Skipped (more than maxSkipTypes distinct types)
+	Files         uint64            // Files only: inputs opened so far
 }
 
 const (
@@ -91,7 +104,9 @@ type Reader struct {
 	DefaultIface string
 
 	br     *bufio.Reader
-	closer io.Closer
+	closer io.Closer // the file Open opened
+	dec    io.Closer // the decompressor, if the input is compressed
+	comp   string    // "gzip", "zstd" or ""
 	format Format
 	err    error // sticky: once set, Next returns it forever
 
@@ -114,7 +129,8 @@ type Reader struct {
 }
 
 // Open opens a capture file. DefaultIface is the file's base name without
-// its extension; Close closes the file.
+// its extensions (.pcap, .pcapng, and .gz or .zst before them); Close closes
+// the file.
 func Open(path string) (*Reader, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -125,18 +141,78 @@ func Open(path string) (*Reader, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	base := filepath.Base(path)
-	r.DefaultIface = strings.TrimSuffix(base, filepath.Ext(base))
+	r.DefaultIface = BaseName(path)
 	r.closer = f
 	return r, nil
 }
 
+// BaseName is a capture file's name without its directory and extensions:
+// "trace" for "/tmp/trace.pcapng.gz".
+func BaseName(path string) string {
+	base := filepath.Base(path)
+	for _, z := range []string{".gz", ".zst", ".zstd"} {
+		if strings.HasSuffix(base, z) && len(base) > len(z) {
+			base = base[:len(base)-len(z)]
+			break
+		}
+	}
+	if e := filepath.Ext(base); len(e) < len(base) {
+		base = base[:len(base)-len(e)]
+	}
+	return base
+}
+
+// Magic numbers of compressed streams: the ones read, and the ones named
+// in ErrCompression so the user knows which tool to use.
+var (
+	magicGzip  = []byte{0x1f, 0x8b}
+	magicZstd  = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	magicOther = []struct {
+		magic []byte
+		tool  string
+	}{
+		{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz"},
+		{[]byte("BZh"), "bzip2"},
+		{[]byte{0x04, 0x22, 0x4d, 0x18}, "lz4"},
+		{[]byte{0x89, 'L', 'Z', 'O'}, "lzop"},
+	}
+)
+
 // NewReader reads the file header from rd, telling pcap from pcapng by the
-// first four bytes. It wraps rd in a bufio.Reader of its own.
+// first four bytes. A gzip or zstd stream (told by its magic) is
+// decompressed as it is read; Close releases the decompressor. It wraps rd
+// in a bufio.Reader of its own.
 func NewReader(rd io.Reader) (*Reader, error) {
 	r := &Reader{br: bufio.NewReaderSize(rd, bufSize)}
+	head, _ := r.br.Peek(6) // short input: the format check below says so
+	switch {
+	case bytes.HasPrefix(head, magicGzip):
+		z, err := gzip.NewReader(r.br)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, fmt.Errorf("%w at offset 0 (inside the gzip header)", ErrTruncated)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (gzip header): %w", ErrDecompress, err)
+		}
+		r.br, r.dec, r.comp = bufio.NewReaderSize(z, bufSize), z, "gzip"
+	case bytes.HasPrefix(head, magicZstd):
+		z, err := zstd.NewReader(r.br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(MaxZstdWindow))
+		if err != nil {
+			return nil, fmt.Errorf("%w (zstd): %w", ErrDecompress, err)
+		}
+		zr := z.IOReadCloser()
+		r.br, r.dec, r.comp = bufio.NewReaderSize(zr, bufSize), zr, "zstd"
+	default:
+		for _, o := range magicOther {
+			if bytes.HasPrefix(head, o.magic) {
+				return nil, fmt.Errorf("%w (%s): decompress it first, e.g. %s -dc FILE | weir capture --read -", ErrCompression, o.tool, o.tool)
+			}
+		}
+	}
 	b, err := r.peek(4, false)
 	if err != nil {
+		r.closeDec()
 		return nil, err
 	}
 	switch magic := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]); magic {
@@ -148,9 +224,11 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		err = r.readFileHeader()
 	}
 	if err != nil {
+		r.closeDec()
 		return nil, err
 	}
 	r.stats.Format = r.format
+	r.stats.Compression = r.comp
 	return r, nil
 }
 
@@ -199,6 +277,7 @@ func (r *Reader) Close() error {
 	if r.err == nil {
 		r.err = source.ErrStopped
 	}
+	r.closeDec()
 	if r.closer == nil {
 		return nil
 	}
@@ -207,9 +286,26 @@ func (r *Reader) Close() error {
 	return c.Close()
 }
 
+// closeDec releases the decompressor (zstd's holds buffers until then).
+func (r *Reader) closeDec() {
+	if r.dec != nil {
+		r.dec.Close()
+		r.dec = nil
+	}
+}
+
 // errAt labels a sentinel with the offset of the current record or block.
 func (r *Reader) errAt(sentinel error) error {
-	return fmt.Errorf("%w at offset %d", sentinel, r.blockStart)
+	return fmt.Errorf("%w at offset %d%s", sentinel, r.blockStart, r.offNote())
+}
+
+// offNote says what the offsets count in: for compressed input, bytes of
+// the decompressed data, not of the file.
+func (r *Reader) offNote() string {
+	if r.comp == "" {
+		return ""
+	}
+	return " of the decompressed data"
 }
 
 // ioErr turns a read error into ErrTruncated (end of input) or wraps the
@@ -217,6 +313,9 @@ func (r *Reader) errAt(sentinel error) error {
 func (r *Reader) ioErr(err error) error {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return r.errAt(ErrTruncated)
+	}
+	if r.comp != "" {
+		return fmt.Errorf("%w (%s, at offset %d of the decompressed data): %w", ErrDecompress, r.comp, r.off, err)
 	}
 	return fmt.Errorf("pcap: read at offset %d: %w", r.off, err)
 }
