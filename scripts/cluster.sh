@@ -213,7 +213,8 @@ EOF
   if [ ! -f "$k/data/meta.properties" ]; then
     local id
     id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-    java -Xmx128m "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$k/server.properties" \
+    # --cluster-id=ID, not -t ID: a base64url id may start with "-", which argparse4j would read as an option
+    java -Xmx128m "${jopts[@]}" -cp "$cp" kafka.tools.StorageTool format --cluster-id="$id" -c "$k/server.properties" \
       >"$k/format.log" 2>&1 || { cat "$k/format.log" >&2; die "formatting Kafka's log directory failed"; }
   fi
   : >"$k/server.log"
