@@ -118,6 +118,7 @@ JSON records. The file (YAML or JSON, docs/enrich.md) is checked every
 counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, captureExamples)
 	o.live.flags(fs)
 	o.sinks.flags(fs)
+	o.sinks.enrich.logw = stderr
 	o.sinks.enrich.flags(fs)
 	fs.Var(&o.read, "read", "read packets from a pcap or pcapng `file` ('-': standard input; gzip or zstd compressed or not; repeatable, and files listed after it are read too, in order, as one capture); its own timestamps drive the timeouts")
 	fs.Var(&o.read, "r", "short for --read")

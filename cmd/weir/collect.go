@@ -89,6 +89,7 @@ fatal.`, collectExamples)
 	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", collector.DefaultMaxClockSkew, "give records whose times are further than this from the receive time the receive time (0: keep times as sent)")
 	fs.IntVar(&o.maxIfacesPerExporter, "max-ifaces-per-exporter", collector.DefaultMaxIfacesPerExporter, "distinct interface names one exporter address may introduce; later ones become \"(other)\"")
 	o.sinks.flags(fs)
+	o.sinks.enrich.logw = stderr
 	o.sinks.enrich.flags(fs)
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code

@@ -11,6 +11,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/enrich"
 	"github.com/weir-dev/weir/internal/sink"
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // enrichOpts are --enrich and --enrich-reload (capture and collect): an
@@ -59,7 +60,7 @@ func (o *enrichOpts) logf(format string, a ...any) {
 	if w == nil {
 		w = os.Stderr
 	}
-	fmt.Fprintf(w, "weir: "+format+"\n", a...)
+	fmt.Fprintf(w, "weir: %s\n", termsafe.Message(fmt.Sprintf(format, a...))) // one line, whatever the file held
 }
 
 // wrap returns next behind the enricher (next itself without --enrich),

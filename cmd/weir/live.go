@@ -23,6 +23,7 @@ import (
 	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source/afpacket"
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // liveOpts are the flags of live capture.
@@ -186,6 +187,9 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
 		},
 		Ready: func(names []string) {
+			for i := range names {
+				names[i] = termsafe.String(names[i])
+			}
 			fmt.Fprintf(stderr, "weir capture: listening on %d interfaces (%s) matching %s, %d workers\n",
 				len(names), strings.Join(names, ", "), sel, l.workers)
 		},
@@ -303,7 +307,7 @@ func printLiveStats(w io.Writer, st *live.Stats, queues []*sink.Queue) {
 	fmt.Fprintf(w, "interfaces  %d opened, %d released, %d failed to open\n", st.Opened, st.Released, st.OpenFails)
 	for _, f := range st.Ifaces {
 		fmt.Fprintf(w, "  %-15s %s packets, %s; kernel: %s received, %s dropped, %s ring freezes\n",
-			f.Name, n(f.Packets), stdout.Bytes(f.Bytes), n(f.Kernel.Packets), n(f.Kernel.Drops), n(f.Kernel.FreezeQueue))
+			termsafe.String(f.Name), n(f.Packets), stdout.Bytes(f.Bytes), n(f.Kernel.Packets), n(f.Kernel.Drops), n(f.Kernel.FreezeQueue))
 	}
 	printCounters(w, &st.Decoder, &st.Table, st.Records)
 	fmt.Fprintf(w, "duplicates  %s (copies of packets already counted at another interface)\n", n(st.Table.Duplicates))

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // Exit codes.
@@ -45,7 +47,11 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs one command. Its stderr passes through termsafe.Writer: names
+// from the network or a file that reach a message (interface names, file
+// names, exporters' strings) cannot act on the terminal.
 func run(args []string, stdout, stderr io.Writer) int {
+	stderr = termsafe.NewWriter(stderr)
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage

@@ -18,6 +18,7 @@ import (
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 const queryExamples = `  # Top 10 talkers by bytes, all stored time
@@ -312,7 +313,7 @@ func listStore(st *store.Store, only listFlag, format query.Format, w, stderr io
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "iface\tfirst\tlast\tdays\tblocks\tflows\tsize\t")
 		for _, s := range spans {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", s.Iface, s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", termsafe.String(s.Iface), s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
 				s.Days, s.Blocks, stdout.Count(uint64(s.Flows)), stdout.Bytes(uint64(s.Bytes)))
 		}
 		err = tw.Flush()

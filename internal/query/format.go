@@ -12,6 +12,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/iana"
 	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // Format is an output format.
@@ -131,7 +132,7 @@ func (res *Result) writeTable(w io.Writer) error {
 		r := &res.Rows[i]
 		var line []string
 		for _, a := range res.Query.Group {
-			c := cell(&r.Key, a)
+			c := termsafe.String(cell(&r.Key, a)) // names from the network or a file: escaped, widths of the escaped text
 			if c == "" && noneInTable(a) {
 				c = "-"
 			}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // Stats counts the model and its compiled output.
@@ -149,7 +151,8 @@ func (m *Model) Explain(addr netip.Addr, port uint16) []Explained {
 }
 
 // WriteExplain prints Explain's rows as a table of stage, priority, match,
-// actions and datapaths (names listed up to max, then a count).
+// actions and datapaths (names listed up to max, then a count). Strings
+// that came from the inventory are escaped for the terminal (termsafe).
 func WriteExplain(w io.Writer, rows []Explained, max int) error {
 	for _, e := range rows {
 		dps := e.Datapaths
@@ -158,8 +161,9 @@ func WriteExplain(w io.Writer, rows []Explained, max int) error {
 			more = fmt.Sprintf(" … (%d datapaths)", len(dps))
 			dps = dps[:max]
 		}
-		fmt.Fprintf(w, "%-20s %4d  match:   %s\n", e.Row.Stage, e.Row.Priority, e.Row.Match)
-		fmt.Fprintf(w, "%-20s %4s  actions: %s\n", "", "", e.Row.Actions)
+		// Matches, actions and names hold inventory strings: escaped.
+		fmt.Fprintf(w, "%-20s %4d  match:   %s\n", e.Row.Stage, e.Row.Priority, termsafe.String(e.Row.Match))
+		fmt.Fprintf(w, "%-20s %4s  actions: %s\n", "", "", termsafe.String(e.Row.Actions))
 		if e.Set != nil {
 			var as []string
 			for _, a := range e.Set.Addrs() {
@@ -168,9 +172,9 @@ func WriteExplain(w io.Writer, rows []Explained, max int) error {
 			if len(as) > 8 {
 				as = append(as[:8], fmt.Sprintf("… (%d addresses)", e.Set.Len()))
 			}
-			fmt.Fprintf(w, "%-20s %4s  set:     $%s = {%s}\n", "", "", e.Set.Name, strings.Join(as, ", "))
+			fmt.Fprintf(w, "%-20s %4s  set:     $%s = {%s}\n", "", "", termsafe.String(e.Set.Name), strings.Join(as, ", "))
 		}
-		if _, err := fmt.Fprintf(w, "%-20s %4s  group %d (%s, %d): %s%s\n\n", "", "", e.Row.Group().ID, e.Row.Kind, e.Row.Group().Len(), strings.Join(dps, " "), more); err != nil {
+		if _, err := fmt.Fprintf(w, "%-20s %4s  group %d (%s, %d): %s%s\n\n", "", "", e.Row.Group().ID, e.Row.Kind, e.Row.Group().Len(), termsafe.String(strings.Join(dps, " ")), more); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // MaxTopKeys bounds the flows a Table ranks in top-N mode. Records of flows
@@ -150,7 +151,8 @@ func (t *Table) Close() error {
 // verdict and rule ("idle, deny weir-deny"); other columns are as for
 // any record. An enriched endpoint shows its workload in parentheses
 // ("10.0.0.1:40000 (shop/web-1)"), and the destination the service the
-// flow reached and how ("[shop/cart vip]").
+// flow reached and how ("[shop/cart vip]"). Names from outside (interface,
+// rule, workloads, service) are escaped for the terminal (termsafe).
 func writeRow(w io.Writer, r *flow.Record, extra string) {
 	k := &r.Key
 	src, dst := endpoint(k.Src(), k.SrcPort, k), endpoint(k.Dst(), k.DstPort, k)
@@ -166,7 +168,7 @@ func writeRow(w io.Writer, r *flow.Record, extra string) {
 	src += workloadLabel(r.SrcWorkload)
 	dst += workloadLabel(r.DstWorkload)
 	if r.Service != nil && r.Service.Name != "" {
-		dst += " [" + r.Service.Name
+		dst += " [" + termsafe.String(r.Service.Name)
 		if r.ServiceMatch != flow.ServiceMatchNone {
 			dst += " " + r.ServiceMatch.String()
 		}
@@ -174,13 +176,13 @@ func writeRow(w io.Writer, r *flow.Record, extra string) {
 	}
 	reason := r.EndReason.String()
 	if r.Verdict != flow.VerdictNone {
-		reason += ", " + strings.TrimSpace(r.Verdict.String()+" "+r.Rule)
+		reason += ", " + strings.TrimSpace(r.Verdict.String()+" "+termsafe.String(r.Rule))
 	}
 	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n",
 		protoName(k), src, dst,
 		Count(r.Packets), Bytes(r.Bytes), Count(r.RevPackets), Bytes(r.RevBytes),
 		Flags(r.TCPFlags)+"/"+Flags(r.RevTCPFlags),
-		time.Duration(r.End-r.Start).Round(time.Millisecond), reason, r.Iface, extra)
+		time.Duration(r.End-r.Start).Round(time.Millisecond), reason, termsafe.String(r.Iface), extra)
 }
 
 // workloadLabel is " (namespace/name)" for a known workload with a name,
@@ -190,9 +192,9 @@ func workloadLabel(w *flow.Workload) string {
 		return ""
 	}
 	if w.Namespace == "" {
-		return " (" + w.Name + ")"
+		return " (" + termsafe.String(w.Name) + ")"
 	}
-	return " (" + w.Namespace + "/" + w.Name + ")"
+	return " (" + termsafe.String(w.Namespace) + "/" + termsafe.String(w.Name) + ")"
 }
 
 func protoName(k *flow.Key) string {
