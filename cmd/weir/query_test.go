@@ -133,6 +133,9 @@ func TestQueryUsage(t *testing.T) {
 		{[]string{"query", "-d", dir, "-s", "size", "sip"}, exitUsage, "--sort"},
 		{[]string{"query", "-d", dir, "-f", "-1h", "-t", "-2h", "sip"}, exitUsage, "must be before"},
 		{[]string{"query", "-d", dir, "-f", "yesterday", "sip"}, exitUsage, "--from"},
+		// Outside int64 nanoseconds: an error naming the flag, not an empty answer.
+		{[]string{"query", "-d", dir, "-t", "2263-01-01", "sip"}, exitUsage, `--to: bad time: "2263-01-01" is outside the times the store holds (1677-09-21T00:12:43Z to 2262-04-11T23:47:16Z)`},
+		{[]string{"query", "-d", dir, "-f", "1677-01-01", "sip"}, exitUsage, `--from: bad time: "1677-01-01" is outside`},
 		{[]string{"query", "-d", dir, "-o", "xml", "sip"}, exitUsage, "want table, json or csv"},
 		{[]string{"query", "-d", dir, "--resolution", "10ms", "sip"}, exitUsage, "at least 1s"},
 		{[]string{"query", "-d", dir, "--list", "sip"}, exitUsage, "--list takes no"},

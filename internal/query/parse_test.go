@@ -136,7 +136,13 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("%q = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "yesterday", "-24x", "2026-13-01", "-5d-3h", "99999999999999"} {
+	for _, edge := range []string{"2262-04-11T23:47:16.854775807Z", "1677-09-21T00:12:43.145224192Z"} {
+		if got, err := ParseTime(edge, now); err != nil || (!got.Equal(MinTime) && !got.Equal(MaxTime)) {
+			t.Errorf("%q = %v, %v; want the edge of the range", edge, got, err)
+		}
+	}
+	for _, bad := range []string{"", "yesterday", "-24x", "2026-13-01", "-5d-3h", "99999999999999",
+		"2263-01-01", "1677-09-20", "2262-04-11T23:47:16.854775808Z", "1677-09-21T00:12:43.145224191Z", "9999-12-31T23:59:59Z", "0001-01-01"} {
 		if _, err := ParseTime(bad, now); !errors.Is(err, ErrTime) {
 			t.Errorf("%q: %v, want ErrTime", bad, err)
 		}

@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,8 +180,26 @@ var ErrTime = errors.New("bad time")
 // ParseTime parses a time argument: RFC 3339 ("2026-01-02T15:04:05Z",
 // fractions allowed), "2026-01-02 15:04[:05]" and "2026-01-02" (UTC), Unix
 // seconds ("1767225600"), "now", or a duration relative to now, in the past
-// ("-24h", "-90m", "-7d", "-1d12h"; a leading "-" is optional).
+// ("-24h", "-90m", "-7d", "-1d12h"; a leading "-" is optional). A time the
+// store cannot hold (records keep int64 nanoseconds since 1970: MinTime to
+// MaxTime) is an error, not an empty answer.
 func ParseTime(s string, now time.Time) (time.Time, error) {
+	t, err := parseTime(s, now)
+	if err == nil && (t.Before(MinTime) || t.After(MaxTime)) {
+		return time.Time{}, fmt.Errorf("%w: %q is outside the times the store holds (%s to %s)",
+			ErrTime, strings.TrimSpace(s), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+	}
+	return t, err
+}
+
+// The range of times weir can store and query: int64 nanoseconds since
+// the Unix epoch, about 1677-09-21 to 2262-04-11.
+var (
+	MinTime = time.Unix(0, math.MinInt64).UTC()
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+func parseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "now":
