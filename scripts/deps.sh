@@ -16,6 +16,42 @@ cd "$(dirname "$0")/.."
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 
+# apt_lock_holder prints "PID NAME" of a process holding an apt or dpkg lock
+# (apt takes fcntl locks: they show in /proc/locks by inode), or nothing.
+apt_lock_holder() {
+  local f ino pid
+  for f in /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock /var/lib/apt/lists/lock /var/cache/apt/archives/lock; do
+    [ -e "$f" ] || continue
+    ino=$(stat -c %i "$f")
+    pid=$(awk -v ino="$ino" '$2 != "->" { n = split($6, a, ":"); if (a[n] == ino) { print $5; exit } }' /proc/locks)
+    if [ -n "$pid" ]; then
+      echo "$pid $(cat "/proc/$pid/comm" 2>/dev/null || echo unknown)"
+      return
+    fi
+  done
+}
+
+# apt_get is apt-get that waits up to 10 minutes for the apt/dpkg lock (held
+# for minutes by unattended-upgrades on a fresh cloud VM) instead of failing,
+# and says so while it waits. DPkg::Lock::Timeout makes install wait for
+# dpkg's lock; 'apt-get update' ignores it for the package lists' lock
+# (apt 2.6), so the lock is also awaited here before each call.
+apt_get() {
+  local holder waited=0
+  while holder=$(apt_lock_holder) && [ -n "$holder" ]; do
+    if ((waited >= 600)); then
+      log "the apt/dpkg lock is still held by ${holder#* } (pid ${holder%% *}) after 10 minutes; giving up"
+      return 1
+    fi
+    if ((waited % 30 == 0)); then
+      log "waiting for the apt/dpkg lock, held by ${holder#* } (pid ${holder%% *}; unattended-upgrades on a fresh machine can take minutes): ${waited}s of 600s"
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  apt-get -o DPkg::Lock::Timeout=600 "$@"
+}
+
 if ! command -v go >/dev/null 2>&1; then
   log "Go is not installed. weir needs Go $(sed -n 's/^go //p' go.mod) or newer on PATH."
   exit 1
@@ -75,7 +111,7 @@ if ((${#missing[@]})); then
   echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
   log "installing ${missing[*]}"
   for try in 1 2 3; do
-    if apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+    if apt_get update -qq && apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
       break
     fi
     [ "$try" = 3 ] && { log "apt-get failed three times"; exit 1; }
