@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -188,7 +186,9 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 	if len(o.live.ifaces) > 0 {
 		return runLive(&o, stdout_, stderr)
 	}
-	out := o.sinks.sync()
+	life := newLifecycle(0)
+	defer life.Close()
+	out, queues := o.sinks.queued(replayDepth, true, life.stop)
 
 	var src source.PacketSource
 	var files *pcap.Files
@@ -225,15 +225,13 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 		out.Close()
 		return fail("%v", err)
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
 	if files != nil {
 		// A read blocked on a pipe (tcpdump -w - | weir ...) must not
 		// keep SIGTERM from flushing the flows.
-		stop := context.AfterFunc(ctx, files.Stop)
+		stop := context.AfterFunc(life.ctx, files.Stop)
 		defer stop()
 	}
-	st, runErr := p.Run(ctx, src)
+	st, runErr := p.Run(life.ctx, src)
 	closeErr := out.Close()
 	if files != nil {
 		if late := files.OutOfOrder(); len(late) > 0 {
@@ -246,6 +244,7 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 			printFilesStats(stderr, files.Stats())
 		}
 		printStats(stderr, &st, p)
+		printQueueStats(stderr, queues)
 		o.sinks.printStats(stderr)
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -11,9 +10,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/weir-dev/weir/internal/collector"
@@ -137,7 +134,9 @@ fatal.`, collectExamples)
 		return exitFailure
 	}
 	cfg.Decoder.PEN = uint32(o.sinks.ipfixPEN) // checked by open
-	out, queues := o.sinks.queued(o.queueDepth)
+	life := newLifecycle(o.duration)
+	defer life.Close()
+	out, queues := o.sinks.queued(o.queueDepth, false, life.stop)
 	c, err := collector.New(cfg, out)
 	if err != nil {
 		out.Close()
@@ -172,20 +171,11 @@ fatal.`, collectExamples)
 			fmt.Fprintf(stderr, "weir collect: listening on %s\n", s)
 		}
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if o.duration > 0 {
-		ctx, cancel = context.WithTimeout(ctx, o.duration)
-		defer cancel()
-	}
-	runErr := c.Run(ctx)
+	runErr := c.Run(life.ctx)
 	closeErr := out.Close()
 	if o.stats {
 		printCollectStats(stderr, c.Stats())
-		for _, q := range queues {
-			qs := q.Stats()
-			fmt.Fprintf(stderr, "sink queue  %s: %s records written, %s dropped\n", q.Name(), stdout.Count(qs.Written), stdout.Count(qs.Dropped))
-		}
+		printQueueStats(stderr, queues)
 		o.sinks.printStats(stderr)
 	}
 	if err := errors.Join(runErr, closeErr); err != nil {

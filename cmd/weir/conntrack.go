@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -179,7 +180,9 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 		nsName = fmt.Sprintf("this namespace (%v)", nsErr)
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...) }
-	out, queues := o.sinks.queued(l.queueDepth)
+	life := newLifecycle(l.duration)
+	defer life.Close()
+	out, queues := o.sinks.queued(l.queueDepth, false, life.stop)
 	var ct *conntrack.Source
 	var nl *nflog.Source
 	closeAll := func() {
@@ -228,7 +231,7 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 	if srv != nil {
 		defer srv.Close()
 	}
-	ctx, cancel := l.runContext()
+	ctx, cancel := context.WithCancel(life.ctx)
 	defer cancel()
 	var what []string
 	if ct != nil {
@@ -326,9 +329,6 @@ func printCTStats(w io.Writer, ct *conntrack.Source, nl *nflog.Source, queues []
 				g.Group, n(g.Aggregator.Packets), n(g.Exported), n(bad), n(g.Aggregator.SeqGaps+g.Socket.ENOBUFS), n(g.Aggregator.SeqGaps), n(g.Socket.ENOBUFS))
 		}
 	}
-	for _, q := range queues {
-		qs := q.Stats()
-		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped\n", q.Name(), n(qs.Written), n(qs.Dropped))
-	}
+	printQueueStats(w, queues)
 	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", stdout.Bytes(rssNow()), stdout.Bytes(maxRSS()))
 }

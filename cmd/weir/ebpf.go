@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -124,7 +125,9 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	if !maxFlowsSet { // the table holds what the kernel map holds; --max-flows overrides
 		cfg.Table.MaxFlows = e.maxFlows
 	}
-	out, queues := o.sinks.queued(l.queueDepth)
+	life := newLifecycle(l.duration)
+	defer life.Close()
+	out, queues := o.sinks.queued(l.queueDepth, false, life.stop)
 	src, err := kflow.New(cfg, out)
 	if err != nil {
 		out.Close()
@@ -146,7 +149,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	if srv != nil {
 		defer srv.Close()
 	}
-	ctx, cancel := l.runContext()
+	ctx, cancel := context.WithCancel(life.ctx)
 	defer cancel()
 	go func() { // say when attached
 		for t := time.NewTicker(20 * time.Millisecond); ctx.Err() == nil; <-t.C {
@@ -221,10 +224,7 @@ func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
 			n(st.Drops), n(st.DropsLost+st.DropsUnkeyed), n(st.DropsLost), n(st.DropsUnkeyed), strings.Join(parts, ", "))
 	}
 	fmt.Fprintf(w, "records     %s\n", n(st.Records))
-	for _, q := range queues {
-		qs := q.Stats()
-		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped\n", q.Name(), n(qs.Written), n(qs.Dropped))
-	}
+	printQueueStats(w, queues)
 	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", stdout.Bytes(rssNow()), stdout.Bytes(maxRSS()))
 }
 

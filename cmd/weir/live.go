@@ -205,7 +205,9 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 
-	out, queues := o.sinks.queued(l.queueDepth)
+	life := newLifecycle(l.duration)
+	defer life.Close()
+	out, queues := o.sinks.queued(l.queueDepth, false, life.stop)
 	c, err := live.New(cfg, out)
 	if err != nil {
 		out.Close()
@@ -224,7 +226,7 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 	if srv != nil {
 		defer srv.Close()
 	}
-	ctx, cancel := l.runContext()
+	ctx, cancel := context.WithCancel(life.ctx)
 	defer cancel()
 	var views sync.WaitGroup
 	if o.sinks.output == "table" && l.interval > 0 {
@@ -311,10 +313,7 @@ func printLiveStats(w io.Writer, st *live.Stats, queues []*sink.Queue) {
 	}
 	printCounters(w, &st.Decoder, &st.Table, st.Records)
 	fmt.Fprintf(w, "duplicates  %s (copies of packets already counted at another interface)\n", n(st.Table.Duplicates))
-	for _, q := range queues {
-		qs := q.Stats()
-		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped\n", q.Name(), n(qs.Written), n(qs.Dropped))
-	}
+	printQueueStats(w, queues)
 	fmt.Fprintf(w, "memory      %d workers, tables %s for %s flows; max RSS %s\n",
 		st.Workers, stdout.Bytes(uint64(st.TableMem)), n(uint64(st.TableCap)), stdout.Bytes(maxRSS()))
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"syscall"
 
 	"github.com/weir-dev/weir/internal/metrics"
@@ -38,14 +35,4 @@ func (o *captureOpts) serveMetrics(stderr io.Writer, cols []metrics.Collector, r
 		return nil, exitUsage
 	}
 	return metrics.Serve(ln, reg, routes...), exitOK
-}
-
-// runContext is done at SIGINT or SIGTERM, or after --duration if set.
-func (l *liveOpts) runContext() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	if l.duration <= 0 {
-		return ctx, stop
-	}
-	ctx, cancel := context.WithTimeout(ctx, l.duration)
-	return ctx, func() { cancel(); stop() }
 }

@@ -29,7 +29,7 @@ type sinkOpts struct {
 
 	st        *store.Store // open store, nil when --data-dir off
 	exporters []*ipfixsink.Exporter
-	main      sink.Sink // stdout and store
+	main      sink.Sink // the -o output (table or JSON), nil for none
 
 	enrich enrichOpts // --enrich: records are labelled before the fan-out (sync, queued)
 
@@ -60,7 +60,6 @@ func (o *sinkOpts) open(stdout_ io.Writer) error {
 	case "json":
 		o.main = stdout.NewJSON(stdout_)
 	case "none":
-		o.main = sink.Multi{}
 	default:
 		return errUsage(fmt.Sprintf("unknown --output %q: use table, json or none", o.output))
 	}
@@ -68,10 +67,7 @@ func (o *sinkOpts) open(stdout_ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if stor != nil {
-		o.st = stor
-		o.main = sink.Multi{o.main, stor}
-	}
+	o.st = stor
 	if o.ipfixPEN > math.MaxUint32 || o.ipfixPEN == ipfix.ReversePEN {
 		o.close()
 		return errUsage(fmt.Sprintf("--ipfix-pen %d: want a Private Enterprise Number below 2^32, not RFC 5103's %d", o.ipfixPEN, ipfix.ReversePEN))
@@ -101,23 +97,36 @@ func (o *sinkOpts) open(stdout_ io.Writer) error {
 	return nil
 }
 
-// sync returns one sink writing to all, in turn: for file replay, where
-// blocking is the right answer to a slow sink.
-func (o *sinkOpts) sync() sink.Sink {
-	all := sink.Multi{o.main}
-	for _, x := range o.exporters {
-		all = append(all, x)
-	}
-	return o.enrich.wrap(all)
-}
+// replayDepth is the queue depth, in batches, of each sink in file replay:
+// the queues block there, so a few batches keep every sink busy.
+const replayDepth = 16
 
-// queued puts a bounded queue of depth batches in front of the main sinks
-// and another in front of each exporter, so that a slow collector drops
-// (counted) only its own records and never holds up capture or the store.
-func (o *sinkOpts) queued(depth int) (sink.Sink, []*sink.Queue) {
-	qs := []*sink.Queue{sink.NewQueue(o.output, o.main, depth, 1024)}
+// storeFault, set only by tests, wraps the store to make it fail or hang.
+var storeFault func(sink.Sink) sink.Sink
+
+// queued puts a bounded queue of depth batches, and a goroutine, in front
+// of each sink: the -o output, the store (sink "store") and each --export
+// destination, so that a slow or failing sink holds up none of the others.
+// Live sources (block false) never wait: what a full queue cannot take is
+// dropped and counted. File replay (block true) waits for a healthy sink,
+// so nothing is dropped, but not for one whose last write failed (a full
+// disk must not stop the IPFIX export or the JSON output). After stop is
+// closed no queue waits any more (see lifecycle).
+func (o *sinkOpts) queued(depth int, block bool, stop <-chan struct{}) (sink.Sink, []*sink.Queue) {
+	opts := sink.QueueOptions{Block: block, Stop: stop}
+	var qs []*sink.Queue
+	if o.main != nil {
+		qs = append(qs, sink.NewQueueOpts(o.output, o.main, depth, 1024, opts))
+	}
+	if o.st != nil {
+		var st sink.Sink = o.st
+		if storeFault != nil {
+			st = storeFault(st)
+		}
+		qs = append(qs, sink.NewQueueOpts("store", st, depth, 1024, opts))
+	}
 	for _, x := range o.exporters {
-		q := sink.NewQueue("export "+x.URL(), x, depth, 1024)
+		q := sink.NewQueueOpts("export "+x.URL(), x, depth, 1024, opts)
 		x.CountQueue(q) // its drops are the destination's undelivered records too
 		qs = append(qs, q)
 	}
@@ -147,6 +156,9 @@ func (o *sinkOpts) collectors() []metrics.Collector {
 func (o *sinkOpts) close() {
 	if o.main != nil {
 		o.main.Close()
+	}
+	if o.st != nil {
+		o.st.Close()
 	}
 	for _, x := range o.exporters {
 		x.Close()

@@ -9,6 +9,8 @@ var (
 	mQWritten = qmetric("weir_sink_records_total", "Records handed to a sink.", metrics.Counter)
 	mQDropped = qmetric("weir_sink_dropped_records_total", "Records dropped because a sink's queue was full.", metrics.Counter)
 	mQErrors  = qmetric("weir_sink_errors_total", "Batches a sink failed to write.", metrics.Counter)
+	mQLost    = qmetric("weir_sink_lost_records_total", "Records a sink never took because weir stopped waiting for it at shutdown.", metrics.Counter)
+	mQFailing = qmetric("weir_sink_failing", "1 while a sink's last write failed.", metrics.Gauge)
 )
 
 func qmetric(name, help string, t metrics.Type) *metrics.Desc {
@@ -23,7 +25,7 @@ func QueueCollector(qs ...*Queue) metrics.Collector { return &queueCollector{qs}
 
 // Describe lists every metric the collector emits.
 func (c *queueCollector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mQDepth, mQCap, mQWritten, mQDropped, mQErrors}
+	return []*metrics.Desc{mQDepth, mQCap, mQWritten, mQDropped, mQErrors, mQLost, mQFailing}
 }
 
 // Collect writes each queue's counters.
@@ -35,5 +37,11 @@ func (c *queueCollector) Collect(w *metrics.Writer) {
 		w.Sample(mQWritten, float64(qs.Written), q.Name())
 		w.Sample(mQDropped, float64(qs.Dropped), q.Name())
 		w.Sample(mQErrors, float64(qs.Errors), q.Name())
+		w.Sample(mQLost, float64(qs.Lost), q.Name())
+		failing := 0.0
+		if qs.Failing {
+			failing = 1
+		}
+		w.Sample(mQFailing, failing, q.Name())
 	}
 }
