@@ -169,7 +169,7 @@ counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, cap
 		}
 	}
 	if len(o.live.ifaces) == 0 && !ct && o.live.set(fs) {
-		return fail("--workers, --filter, --ring-*, --metrics-*, --interval, --duration and --queue-depth need live capture (-i)")
+		return fail("--workers, --filter, --ring-*, --metrics-*, --api-*, --interval, --duration and --queue-depth need live capture (-i)")
 	}
 	var ue errUsage
 	o.sinks.stderr = stderr

@@ -38,8 +38,8 @@ type collectOpts struct {
 	duration                     time.Duration
 	templateTimeout              time.Duration
 	tlsCert, tlsKey, tlsClientCA string
-	metricsAddr                  string
-	metricsPublic, stats         bool
+	http                         httpOpts
+	stats                        bool
 	sinks                        sinkOpts
 	// Bounds of what exporters and clients control.
 	handshakeTimeout, idleConnTimeout time.Duration
@@ -71,8 +71,7 @@ fatal.`, collectExamples)
 	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "require exporters' client certificates signed by the CA in this PEM `file`")
 	fs.IntVar(&o.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:9465", "serve Prometheus metrics at `host:port`/metrics ('off' disables); loopback only unless --metrics-public")
-	fs.BoolVar(&o.metricsPublic, "metrics-public", false, "allow --metrics-addr to be a non-loopback address")
+	o.http.flags(fs, "127.0.0.1:9465", "Prometheus metrics (/metrics)")
 	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, records lost, socket drops) to stderr at exit")
 	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", collector.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
 	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", collector.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
@@ -134,6 +133,19 @@ fatal.`, collectExamples)
 		return exitFailure
 	}
 	cfg.Decoder.PEN = uint32(o.sinks.ipfixPEN) // checked by open
+	// The HTTP listener first: a flag mistake there opens no socket for exporters.
+	var reg *metrics.Registry
+	if o.http.addr != "off" {
+		reg = metrics.NewRegistry()
+	}
+	srv, code := o.http.serve(stderr, "collect", reg)
+	if code != exitOK {
+		o.sinks.close()
+		return code
+	}
+	if srv != nil {
+		defer srv.Close()
+	}
 	life := newLifecycle(o.duration)
 	defer life.Close()
 	out, queues := o.sinks.queued(o.queueDepth, false, life.stop)
@@ -146,8 +158,7 @@ fatal.`, collectExamples)
 		fmt.Fprintf(stderr, "weir collect: %v\n", err)
 		return exitFailure
 	}
-	if o.metricsAddr != "off" {
-		reg := metrics.NewRegistry()
+	if reg != nil {
 		cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(), sink.QueueCollector(queues...)}
 		for _, col := range append(cols, o.sinks.collectors()...) {
 			if err := reg.Register(col); err != nil {
@@ -155,13 +166,6 @@ fatal.`, collectExamples)
 				return fail("metrics: %v", err)
 			}
 		}
-		ln, err := metrics.Listen(o.metricsAddr, o.metricsPublic)
-		if err != nil {
-			out.Close()
-			return fail("--metrics-addr: %v", err)
-		}
-		srv := metrics.Serve(ln, reg)
-		defer srv.Close()
 	}
 	// UDP addresses have one SO_REUSEPORT socket per CPU: say each once.
 	var said []string

@@ -17,7 +17,7 @@ import (
 // stopGrace is how long weir still waits for its sinks after SIGINT or
 // SIGTERM before it gives up on them: with the sources' own shutdown, it
 // keeps the exit within 5 seconds of the signal whatever a sink does.
-const stopGrace = 3 * time.Second
+const stopGrace = 2 * time.Second
 
 // lifecycle is how a capture or collection ends. ctx is done at SIGINT or
 // SIGTERM, or after --duration; stop is closed stopGrace after the first

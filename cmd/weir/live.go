@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,19 +29,18 @@ import (
 
 // liveOpts are the flags of live capture.
 type liveOpts struct {
-	ifaces        listFlag
-	workers       int
-	filter        string
-	blockSize     sizeFlag
-	blocks        int
-	metricsAddr   string
-	metricsPublic bool
-	interval      time.Duration
-	duration      time.Duration
-	queueDepth    int
-	cpuProfile    string
-	ebpf          ebpfOpts
-	ct            ctOpts
+	ifaces     listFlag
+	workers    int
+	filter     string
+	blockSize  sizeFlag
+	blocks     int
+	http       httpOpts
+	interval   time.Duration
+	duration   time.Duration
+	queueDepth int
+	cpuProfile string
+	ebpf       ebpfOpts
+	ct         ctOpts
 }
 
 func (l *liveOpts) flags(fs *flag.FlagSet) {
@@ -51,8 +51,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&l.filter, "filter", "", "tcpdump-syntax `expression` run in the kernel before the ring (for example 'tcp port 443 or udp')")
 	fs.Var(&l.blockSize, "ring-block-size", "ring block `size` per socket (power of two: 256KiB, 1MiB, 4MiB)")
 	fs.IntVar(&l.blocks, "ring-blocks", afpacket.DefaultNumBlocks, "ring blocks per socket (ring memory per interface = workers × blocks × block size)")
-	fs.StringVar(&l.metricsAddr, "metrics-addr", "127.0.0.1:9464", "serve Prometheus metrics at `host:port`/metrics ('off' disables); loopback only unless --metrics-public")
-	fs.BoolVar(&l.metricsPublic, "metrics-public", false, "allow --metrics-addr to be a non-loopback address")
+	l.http.flags(fs, "127.0.0.1:9464", "Prometheus metrics (/metrics) and, with -i, the live flows (/flows/live, what 'weir query --live' reads)")
 	fs.DurationVar(&l.interval, "interval", 5*time.Second, "with --output=table: print the top live flows this often (0: only at exit)")
 	fs.DurationVar(&l.duration, "duration", 0, "stop live capture after this long, as on SIGTERM (0: run until interrupted)")
 	fs.StringVar(&l.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the capture to `file` (for go tool pprof)")
@@ -66,10 +65,11 @@ func (l *liveOpts) set(fs *flag.FlagSet) bool {
 	any := false
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "metrics-addr", "metrics-public", "interval", "duration", "queue-depth",
+		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "interval", "duration", "queue-depth",
 			"source", "ebpf-max-flows", "ebpf-evict-interval", "ebpf-ring-size", "sampling", "sample-flows", "netns":
 			any = true
 		}
+		any = any || slices.Contains(httpFlags, f.Name)
 	})
 	return any
 }

@@ -310,6 +310,11 @@ func TestLiveUsageErrors(t *testing.T) {
 		{[]string{"-i", "/[/"}, "-i"},
 		{[]string{"-i", "lo", "--ring-block-size", "3000"}, "BlockSize"},
 		{[]string{"-i", "lo", "--metrics-addr", "0.0.0.0:9464"}, "--metrics-public"},
+		{[]string{"-i", "lo", "--metrics-addr", "0.0.0.0:0", "--metrics-public"}, "serves flows to the network; give --api-token-file FILE"},
+		{[]string{"-i", "lo", "--metrics-addr", "127.0.0.1:0", "--api-token-file", "/nonexistent/token"}, "--api-token-file: bad token file"},
+		{[]string{"-i", "lo", "--metrics-addr", "127.0.0.1:0", "--api-tls-cert", "/nonexistent/cert.pem"}, "TLS needs both --api-tls-cert and --api-tls-key"},
+		{[]string{"-i", "lo", "--metrics-addr", "off", "--api-token-file", "/nonexistent/token"}, "need --metrics-addr"},
+		{[]string{"--read", "x.pcap", "--api-token-file", "t"}, "need live capture"},
 		{[]string{"--read", "x.pcap", "--workers", "2"}, "need live capture"},
 		{[]string{"-i", "lo", "--read", "x.pcap"}, "exactly one input"},
 	} {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
@@ -50,6 +51,7 @@ const queryExamples = `  # Top 10 talkers by bytes, all stored time
 
 type queryOpts struct {
 	dir, cond, from, to, sort, output, liveURL string
+	liveToken, liveCA                          string
 	ifaces                                     listFlag
 	limit, workers                             int
 	resolution                                 time.Duration
@@ -113,7 +115,9 @@ when the result has any or is sorted by them.`, queryExamples)
 	fs.StringVar(&o.output, "o", "table", "short for --output")
 	fs.BoolVar(&o.list, "list", false, "list the stored interfaces with their time spans, records and size")
 	fs.BoolVar(&o.live, "live", false, "add what a running capture has not written out yet: flows in its tables and records awaiting the next writeout (from --live-url)")
-	fs.StringVar(&o.liveURL, "live-url", query.DefaultLiveURL, "where the running capture serves its live flows (loopback only)")
+	fs.StringVar(&o.liveURL, "live-url", query.DefaultLiveURL, "where the running capture serves its live flows (loopback only; https:// when it has --api-tls-cert)")
+	fs.StringVar(&o.liveToken, "api-token-file", "", "with --live: send the bearer token in this `file` (the capture's --api-token-file)")
+	fs.StringVar(&o.liveCA, "api-ca", "", "with --live and an https --live-url: trust the CA certificates in this PEM `file` (default: the system roots)")
 	fs.IntVar(&o.workers, "workers", 0, "goroutines decoding blocks (default: one per CPU)")
 	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
 	if done {
@@ -136,6 +140,9 @@ when the result has any or is sorted by them.`, queryExamples)
 		return exitFailure
 	}
 	defer st.Close()
+	if !o.live && (o.liveToken != "" || o.liveCA != "") {
+		return fail("--api-token-file and --api-ca go with --live")
+	}
 	if o.list {
 		if len(pos) > 0 || o.cond != "" {
 			return fail("--list takes no group-by or condition")
@@ -196,7 +203,21 @@ when the result has any or is sorted by them.`, queryExamples)
 	defer cancel()
 	var liveRecs []flow.Record
 	if o.live {
-		if liveRecs, q.Blocks, err = query.LiveSnapshot(ctx, st, o.liveURL); err != nil {
+		var auth query.LiveAuth
+		if o.liveToken != "" {
+			tok, err := httpauth.LoadToken(o.liveToken)
+			if err != nil {
+				return fail("--api-token-file: %v", err)
+			}
+			auth.Token = string(tok)
+		}
+		if o.liveCA != "" {
+			if auth.TLS, err = httpauth.ClientTLS(o.liveCA); err != nil {
+				return fail("--api-ca: %v", err)
+			}
+		}
+		fetch := func(ctx context.Context) ([]flow.Record, error) { return query.FetchLiveAuth(ctx, o.liveURL, auth) }
+		if liveRecs, q.Blocks, err = query.LiveSnapshotFunc(ctx, st, fetch); err != nil {
 			fmt.Fprintf(stderr, "weir query: --live: %v\n", err)
 			return exitFailure
 		}

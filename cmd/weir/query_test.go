@@ -141,6 +141,10 @@ func TestQueryUsage(t *testing.T) {
 		{[]string{"query", "-d", dir, "--list", "sip"}, exitUsage, "--list takes no"},
 		{[]string{"query", "-d", filepath.Join(dir, "nope"), "sip"}, exitFailure, "no flow store at"},
 		{[]string{"query", "-d", dir, "--live", "--live-url", "http://192.0.2.1:9464/flows/live", "sip"}, exitFailure, "not a loopback address"},
+		{[]string{"query", "-d", dir, "--api-token-file", "tok", "sip"}, exitUsage, "go with --live"},
+		{[]string{"query", "-d", dir, "--live", "--api-token-file", filepath.Join(dir, "nope"), "sip"}, exitUsage, "--api-token-file: bad token file"},
+		{[]string{"collect", "--listen", "udp://127.0.0.1:0", "--data-dir", "off", "--metrics-addr", "0.0.0.0:0", "--metrics-public"}, exitUsage, "serves flows to the network; give --api-token-file FILE"},
+		{[]string{"collect", "--listen", "udp://127.0.0.1:0", "--data-dir", "off", "--metrics-addr", "0.0.0.0:0"}, exitUsage, "pass --metrics-public and --api-token-file"},
 		// An empty store answers with an empty result, not an error.
 		{[]string{"query", "-d", dir, "sip"}, exitOK, ""},
 		// A directory another capture holds is refused with a hint.

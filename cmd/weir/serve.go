@@ -1,22 +1,20 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"syscall"
 
 	"github.com/weir-dev/weir/internal/metrics"
 )
 
 // serveMetrics serves cols and the sinks' collectors at --metrics-addr,
-// with routes as extra handlers; nothing when it is "off". On failure it
-// says why and returns a non-zero exit code (the caller closes what it
-// opened).
+// with routes as extra handlers, behind the token and TLS of the
+// --api-* flags (httpOpts.serve); nothing when the address is "off". On
+// failure it says why and returns a non-zero exit code (the caller closes
+// what it opened).
 func (o *captureOpts) serveMetrics(stderr io.Writer, cols []metrics.Collector, routes ...metrics.Route) (*metrics.Server, int) {
-	l := &o.live
-	if l.metricsAddr == "off" {
-		return nil, exitOK
+	if o.live.http.addr == "off" {
+		return o.live.http.serve(stderr, "capture", nil)
 	}
 	reg := metrics.NewRegistry()
 	for _, col := range append(cols, o.sinks.collectors()...) {
@@ -25,14 +23,5 @@ func (o *captureOpts) serveMetrics(stderr io.Writer, cols []metrics.Collector, r
 			return nil, exitUsage
 		}
 	}
-	ln, err := metrics.Listen(l.metricsAddr, l.metricsPublic)
-	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v (another weir running? pick another port or 'off')\n", err)
-			return nil, exitFailure
-		}
-		fmt.Fprintf(stderr, "weir capture: --metrics-addr: %v\n", err)
-		return nil, exitUsage
-	}
-	return metrics.Serve(ln, reg, routes...), exitOK
+	return o.live.http.serve(stderr, "capture", reg, routes...)
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -210,4 +211,23 @@ func (s guardStats) Describe() []*metrics.Desc { return []*metrics.Desc{descFail
 func (s guardStats) Collect(w *metrics.Writer) {
 	w.Sample(descFailures, float64(s.g.missing.Load()), "missing")
 	w.Sample(descFailures, float64(s.g.invalid.Load()), "invalid")
+}
+
+// ClientTLS returns a client TLS configuration that trusts the CA
+// certificates in the PEM file caFile (the system roots when caFile is
+// ""): for clients of a weir endpoint with --api-tls-cert.
+func ClientTLS(caFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return c, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	c.RootCAs = x509.NewCertPool()
+	if !c.RootCAs.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	return c, nil
 }

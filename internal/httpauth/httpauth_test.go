@@ -213,3 +213,22 @@ type bodyRecorder struct {
 func (r *bodyRecorder) Header() http.Header         { return r.h }
 func (r *bodyRecorder) Write(b []byte) (int, error) { return r.b.Write(b) }
 func (r *bodyRecorder) WriteHeader(c int)           { r.code = c }
+
+// TestClientTLS: the CA file's certificates are trusted, a file without
+// one is an error, and "" means the system roots.
+func TestClientTLS(t *testing.T) {
+	pki := testpki.Write(t, t.TempDir())
+	c, err := ClientTLS(pki.CA)
+	if err != nil || c.RootCAs == nil || c.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("ClientTLS(CA): %+v, %v", c, err)
+	}
+	if c, err := ClientTLS(""); err != nil || c.RootCAs != nil {
+		t.Errorf("ClientTLS(\"\"): %+v, %v", c, err)
+	}
+	if _, err := ClientTLS(pki.ServerKey); err == nil {
+		t.Error("a key file was taken for a CA")
+	}
+	if _, err := ClientTLS(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("a missing file was taken for a CA")
+	}
+}

@@ -3,10 +3,8 @@ package metrics
 import (
 	"compress/gzip"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
 // DefaultAddr is where weir serves its metrics unless told otherwise.
+// Listeners are opened by internal/httpauth (loopback, token, TLS).
 const DefaultAddr = "127.0.0.1:9464"
 
 // bodies holds copies of renderings being sent, so a slow client does not
@@ -97,40 +96,6 @@ func acceptsGzip(values []string) bool {
 	return false
 }
 
-// Listen opens a TCP listener for the metrics server at addr (host:port).
-// Unless allowNonLoopback, it only binds loopback: 127.0.0.0/8, ::1, or
-// "localhost" (taken as 127.0.0.1; no name is ever resolved). Anything else
-// is refused with an error naming the --metrics-public flag: an empty host
-// ("" or ":9464", meaning all addresses), 0.0.0.0, ::, other addresses and
-// other host names.
-func Listen(addr string, allowNonLoopback bool) (net.Listener, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		if addr != "" {
-			return nil, fmt.Errorf("metrics: address %q: %w", addr, err)
-		}
-		host, port = "", "0" // "" is all addresses, any port, as for net.Listen
-	}
-	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
-		host = "127.0.0.1"
-	}
-	if !allowNonLoopback && !isLoopback(host) {
-		return nil, fmt.Errorf("metrics: refusing to listen on %q: not a loopback address (127.0.0.0/8, ::1, localhost); "+
-			"metrics reveal who talks to whom, pass --metrics-public to serve them on other addresses", addr)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
-	}
-	return ln, nil
-}
-
-// isLoopback reports whether host is a literal loopback IP address.
-func isLoopback(host string) bool {
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
-
 // Server is a running metrics HTTP server.
 type Server struct {
 	srv  *http.Server
@@ -145,20 +110,30 @@ type Route struct {
 	Handler http.Handler
 }
 
-// Serve serves r on l in a new goroutine until Close: /metrics is the
-// registry, / a small page linking to it, then any extra routes; anything
-// else 404. The server has timeouts, so a stalled client cannot hold a
-// connection forever.
+// Serve serves r on l in a new goroutine until Close: Handler(r, routes...)
+// with ServeHandler's timeouts.
 func Serve(l net.Listener, r *Registry, routes ...Route) *Server {
+	return ServeHandler(l, Handler(r, routes...))
+}
+
+// Handler routes /metrics to the registry, / to a small page linking to
+// it, then any extra routes; anything else 404.
+func Handler(r *Registry, routes ...Route) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", r)
 	mux.HandleFunc("/{$}", index)
 	for _, rt := range routes {
 		mux.Handle(rt.Pattern, rt.Handler)
 	}
+	return mux
+}
+
+// ServeHandler serves h on l in a new goroutine until Close. The server
+// has timeouts, so a stalled client cannot hold a connection forever.
+func ServeHandler(l net.Listener, h http.Handler) *Server {
 	s := &Server{
 		srv: &http.Server{
-			Handler:           mux,
+			Handler:           h,
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
 			WriteTimeout:      30 * time.Second,

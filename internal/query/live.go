@@ -3,6 +3,7 @@ package query
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/store"
+	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 // DefaultLiveURL is where a running `weir capture` serves the flows still
@@ -28,10 +30,22 @@ const (
 	maxLiveLine    = 64 << 10
 )
 
+// LiveAuth is how FetchLive identifies itself to a capture's endpoint.
+type LiveAuth struct {
+	Token string      // bearer token (the capture's --api-token-file); "" sends none
+	TLS   *tls.Config // for https URLs; nil trusts the system roots
+}
+
 // FetchLive reads the live flows of a running capture from its
 // /flows/live endpoint (JSON lines, docs/record.md). The URL's host must be
 // a loopback address: live flows never cross the network.
 func FetchLive(ctx context.Context, rawURL string) ([]flow.Record, error) {
+	return FetchLiveAuth(ctx, rawURL, LiveAuth{})
+}
+
+// FetchLiveAuth is FetchLive with a token and TLS settings, for a capture
+// started with --api-token-file or --api-tls-cert.
+func FetchLiveAuth(ctx context.Context, rawURL string, auth LiveAuth) ([]flow.Record, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("live: %q is not an http URL", rawURL)
@@ -46,18 +60,29 @@ func FetchLive(ctx context.Context, rawURL string) ([]flow.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}
+	if auth.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+auth.Token)
+	}
 	client := &http.Client{Transport: &http.Transport{
-		Proxy:       nil, // never through a proxy: the capture is on this host
-		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		Proxy:           nil, // never through a proxy: the capture is on this host
+		DialContext:     (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+		TLSClientConfig: auth.TLS,
 	}}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("live: no capture answering at %s (is `weir capture -i ...` running with its metrics address?): %w", u.Host, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		hint := "the capture asks for its token: give --api-token-file"
+		if auth.Token != "" {
+			hint = "the capture refused the token of --api-token-file"
+		}
+		return nil, fmt.Errorf("live: %s: %s: %s", rawURL, resp.Status, hint)
+	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("live: %s: %s %s", rawURL, resp.Status, b)
+		return nil, fmt.Errorf("live: %s: %s %s", rawURL, resp.Status, termsafe.Message(string(b)))
 	}
 	return ReadRecords(resp.Body, maxLiveRecords)
 }

@@ -8,12 +8,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -252,5 +255,43 @@ func TestLiveSnapshot(t *testing.T) {
 	_, want := reference(q, func(*flow.Record) bool { return true }, append(stored, pending...))
 	if res.Totals != want {
 		t.Errorf("totals %+v, want %+v (each record once)", res.Totals, want)
+	}
+}
+
+// TestLiveToken: FetchLive sends the bearer token; a capture behind
+// httpauth answers it, and a missing or wrong token is an error that says
+// which flag to give.
+func TestLiveToken(t *testing.T) {
+	live := randRecords(rand.New(rand.NewPCG(5, 6)), 10)
+	tokFile := filepath.Join(t.TempDir(), "token")
+	const tok = "live-token-0123456789abcdef"
+	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := httpauth.Listen(httpauth.Config{Addr: "127.0.0.1:0", TokenFile: tokFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: httpauth.Middleware(ln.Token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var b []byte
+		for i := range live {
+			b = append(stdout.AppendJSON(b, &live[i]), '\n')
+		}
+		w.Write(b)
+	}), nil)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/flows/live"
+	for _, c := range []struct {
+		token, err string
+	}{
+		{"", "401 Unauthorized: the capture asks for its token: give --api-token-file"},
+		{"wrong-token-0123456789", "401 Unauthorized: the capture refused the token of --api-token-file"},
+		{tok, ""},
+	} {
+		got, err := FetchLiveAuth(context.Background(), url, LiveAuth{Token: c.token})
+		if c.err == "" && (err != nil || len(got) != len(live)) || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("token %q: %d records, %v; want %q", c.token, len(got), err, c.err)
+		}
 	}
 }
