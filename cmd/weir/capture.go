@@ -113,7 +113,12 @@ balancers (VIP:port → service, backends, group): src_workload,
 dst_workload, service and service_match (vip, nat, backend, ambiguous) in
 JSON records. The file (YAML or JSON, docs/enrich.md) is checked every
 --enrich-reload and reloaded when it changes; a bad file is logged and
-counted (weir_enrich_reload_errors_total) and the previous inventory kept.`, captureExamples)
+counted (weir_enrich_reload_errors_total) and the previous inventory kept.
+
+Once the live sources are open, weir gives up the capabilities it no longer
+needs, on every thread (AF_PACKET keeps CAP_NET_RAW for interfaces that
+appear later, conntrack CAP_NET_ADMIN; README lists each source), and says
+what it kept; --drop-privileges=false keeps them all.`, captureExamples)
 	o.live.flags(fs)
 	o.sinks.flags(fs)
 	o.sinks.enrich.logw = stderr

@@ -39,6 +39,7 @@ type collectOpts struct {
 	templateTimeout              time.Duration
 	tlsCert, tlsKey, tlsClientCA string
 	http                         httpOpts
+	priv                         privOpts
 	stats                        bool
 	sinks                        sinkOpts
 	// Bounds of what exporters and clients control.
@@ -72,6 +73,7 @@ fatal.`, collectExamples)
 	fs.IntVar(&o.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
 	o.http.flags(fs, "127.0.0.1:9465", "Prometheus metrics (/metrics)")
+	o.priv.flags(fs)
 	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, records lost, socket drops) to stderr at exit")
 	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", collector.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
 	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", collector.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
@@ -175,6 +177,7 @@ fatal.`, collectExamples)
 			fmt.Fprintf(stderr, "weir collect: listening on %s\n", s)
 		}
 	}
+	o.priv.dropCaps(stderr, "collect", 0, "", o.sinks.needs()...) // every socket is bound
 	runErr := c.Run(life.ctx)
 	closeErr := out.Close()
 	if o.stats {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
@@ -231,6 +232,16 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 	if srv != nil {
 		defer srv.Close()
 	}
+	var keep caps.Set
+	why := "nothing more is opened"
+	if ct != nil {
+		keep, why = caps.Of(caps.NetAdmin), "the kernel checks every conntrack dump request"
+	}
+	if netns != nil {
+		keep |= caps.Of(caps.SysAdmin)
+		why += "; cap_sys_admin to enter " + nsName + " again"
+	}
+	l.priv.dropCaps(stderr, "capture", keep, why, o.sinks.needs()...)
 	ctx, cancel := context.WithCancel(life.ctx)
 	defer cancel()
 	var what []string

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/kflow"
 	"github.com/weir-dev/weir/internal/metrics"
@@ -149,6 +150,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	if srv != nil {
 		defer srv.Close()
 	}
+	l.priv.dropCaps(stderr, "capture", e.keep(), "to attach to interfaces that appear later", o.sinks.needs()...)
 	ctx, cancel := context.WithCancel(life.ctx)
 	defer cancel()
 	go func() { // say when attached
@@ -178,6 +180,26 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// keep is what the eBPF source still needs once its programs are loaded
+// (see privileges.go): with TCX (Linux 6.6+) attaching the loaded programs
+// to new interfaces and draining the maps need no capability; older
+// kernels need CAP_BPF for every bpf() command, CAP_NET_ADMIN for clsact
+// filters and CAP_PERFMON for the drop tracepoint; --netns needs
+// CAP_SYS_ADMIN to enter the namespaces again.
+func (e *ebpfOpts) keep() caps.Set {
+	var k caps.Set
+	if !kernelAtLeast(6, 6) || e.attach == "tc" {
+		k |= caps.Of(caps.BPF, caps.NetAdmin)
+		if e.drops {
+			k |= caps.Of(caps.Perfmon)
+		}
+	}
+	if len(e.netns) > 0 {
+		k |= caps.Of(caps.SysAdmin)
+	}
+	return k
 }
 
 // ebpfPrivilege explains a permission error and returns exitFailure.

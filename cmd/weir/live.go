@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/bpf"
+	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/live"
 	"github.com/weir-dev/weir/internal/metrics"
@@ -35,6 +36,7 @@ type liveOpts struct {
 	blockSize  sizeFlag
 	blocks     int
 	http       httpOpts
+	priv       privOpts
 	interval   time.Duration
 	duration   time.Duration
 	queueDepth int
@@ -51,6 +53,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&l.filter, "filter", "", "tcpdump-syntax `expression` run in the kernel before the ring (for example 'tcp port 443 or udp')")
 	fs.Var(&l.blockSize, "ring-block-size", "ring block `size` per socket (power of two: 256KiB, 1MiB, 4MiB)")
 	fs.IntVar(&l.blocks, "ring-blocks", afpacket.DefaultNumBlocks, "ring blocks per socket (ring memory per interface = workers × blocks × block size)")
+	l.priv.flags(fs)
 	l.http.flags(fs, "127.0.0.1:9464", "Prometheus metrics (/metrics) and, with -i, the live flows (/flows/live, what 'weir query --live' reads)")
 	fs.DurationVar(&l.interval, "interval", 5*time.Second, "with --output=table: print the top live flows this often (0: only at exit)")
 	fs.DurationVar(&l.duration, "duration", 0, "stop live capture after this long, as on SIGTERM (0: run until interrupted)")
@@ -66,7 +69,7 @@ func (l *liveOpts) set(fs *flag.FlagSet) bool {
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "interval", "duration", "queue-depth",
-			"source", "ebpf-max-flows", "ebpf-evict-interval", "ebpf-ring-size", "sampling", "sample-flows", "netns":
+			"source", "ebpf-max-flows", "ebpf-evict-interval", "ebpf-ring-size", "sampling", "sample-flows", "netns", "drop-privileges":
 			any = true
 		}
 		any = any || slices.Contains(httpFlags, f.Name)
@@ -192,6 +195,9 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stderr, "weir capture: listening on %d interfaces (%s) matching %s, %d workers\n",
 				len(names), strings.Join(names, ", "), sel, l.workers)
+			// The first rings are open: from now on only interfaces that
+			// appear later need a new socket.
+			l.priv.dropCaps(stderr, "capture", caps.Of(caps.NetRaw), "to open the rings of interfaces that appear later", o.sinks.needs()...)
 		},
 	}
 	if l.filter != "" {

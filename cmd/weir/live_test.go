@@ -24,7 +24,8 @@ import (
 	"github.com/weir-dev/weir/internal/testbed"
 )
 
-// buildWeir builds the binary into a directory anyone may read and run.
+// buildWeir builds the binary into a directory anyone may read and run,
+// without cgo as 'make build' does: it drops its capabilities for real.
 func buildWeir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "weir-bin-")
@@ -33,7 +34,9 @@ func buildWeir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "weir")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {

@@ -17,7 +17,9 @@ import (
 // re-execute weir (bench lbstress runs each configuration in a fresh
 // process) work under test, and tests can signal a weir process. With
 // WEIR_TEST_STORE_FAULT=fail or hang as well, its store fails every write
-// or never returns from one (see faultySink).
+// or never returns from one (see faultySink). Commands run in the test's
+// own process never drop privileges; weir processes do (buildWeir builds
+// weir without cgo, so that they can).
 func TestMain(m *testing.M) {
 	if os.Getenv("WEIR_TEST_AS_WEIR") == "1" {
 		if f := os.Getenv("WEIR_TEST_STORE_FAULT"); f != "" {
@@ -26,6 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Setenv("WEIR_DATA_DIR", "off")
+	dropPrivileges = false // in process: the tests after this one need them
 	os.Exit(m.Run())
 }
 
