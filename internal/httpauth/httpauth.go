@@ -5,7 +5,10 @@
 // are never published by accident.
 //
 // It implements the contract of issue 21 point 9 (--api-token-file,
-// --api-tls-cert, --api-tls-key) for the API server.
+// --api-tls-cert, --api-tls-key) for every weir HTTP listener: the API
+// server's, and capture's and collect's --metrics-addr (/metrics,
+// /flows/live), whose callers say with Middleware's open function what a
+// loopback listener serves without the token.
 package httpauth
 
 import (
