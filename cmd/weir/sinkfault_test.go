@@ -106,7 +106,7 @@ func checkReplayDelivers(t *testing.T, dir string, spec string) (code int, stder
 	if _, err := fmt.Sscanf(errs[i:], "export: %d records in %d IPFIX messages", &recs, &sent); err != nil {
 		t.Fatalf("export line: %v\n%s", err, errs)
 	}
-	if got := <-msgs; recs != flows || got != sent || !strings.Contains(errs[i:], " 0 records dropped, 0 send errors") {
+	if got := <-msgs; recs != flows || got != sent || !strings.Contains(errs[i:], " 0 records undelivered, 0 send errors") {
 		t.Errorf("export: %d records in %d messages, the collector read %d messages; want all %d records delivered\n%s", recs, sent, got, flows, errs)
 	}
 	if w, d, _ := queueLine(t, errs, "json"); w != flows || d != 0 {
@@ -262,7 +262,7 @@ func TestCollectHungStore(t *testing.T) {
 	stdout, stderr := p.stdout, p.stderr
 	waitFor(t, 20*time.Second, "the collector to listen", func() bool { return strings.Contains(stderr.String(), "listening on tcp") }, stderr.String)
 	code, _, errs := runCLI("capture", "--synthetic", "flows=20000,packets=40000", "-o", "none", "--stats", "--export", "ipfix+tcp://"+addr)
-	if code != exitOK || !strings.Contains(errs, "0 records dropped") {
+	if code != exitOK || !strings.Contains(errs, "0 records undelivered") {
 		t.Fatalf("exporter: exit %d\n%s", code, errs)
 	}
 	flows := statCount(t, errs, "export:")
