@@ -187,7 +187,7 @@ func TestHealthDashboard(t *testing.T) {
 	}
 	for _, m := range []string{"weir_capture_packets_total", "weir_decoder_errors_total", "weir_ebpf_dropped_packets_total",
 		"weir_capture_kernel_drops_total", "weir_capture_kernel_ring_freezes_total", "weir_flow_active", "weir_flow_table_capacity",
-		"weir_flow_evictions_total", "weir_export_dropped_records_total", "weir_collector_sequence_gaps_total",
+		"weir_flow_evictions_total", "weir_export_undelivered_records_total", "weir_collector_sequence_gaps_total", "weir_collector_lost_records_total", "weir_collector_socket_drops_total",
 		"weir_store_rows_written_total", "weir_store_dropped_rows_total"} {
 		if !strings.Contains(all.String(), m) {
 			t.Errorf("no panel shows %s", m)
