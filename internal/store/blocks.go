@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
+	"time"
 )
 
 // BlockInfo describes one committed block: where it is, its time span and
@@ -142,6 +142,8 @@ type readPart struct {
 	epoch    uint64
 	nEntries int         // index entries examined
 	infos    []BlockInfo // the intact ones
+	bad      []Damage    // the entries skipped: header damaged, or past the end of the file
+	badSpan  [][2]int64  // their index entries' MinStart and MaxEnd
 }
 
 // Blocks lists the committed blocks of the given interfaces (all when
@@ -149,36 +151,45 @@ type readPart struct {
 // to == 0 means no upper bound), ordered by interface, day and offset. Each
 // call reloads the indexes, so it sees blocks committed since the last
 // call; headers already read are cached. Blocks whose headers fail their
-// checks are skipped and counted.
+// checks, or that lie past the end of their file, are skipped, counted
+// (Stats.CorruptBlocks) and said once each (Stats.Warnings, Config.Log);
+// BlocksDamaged also returns them.
 func (s *Store) Blocks(from, to int64, ifaces []string) ([]BlockInfo, error) {
+	bl, _, err := s.BlocksDamaged(from, to, ifaces)
+	return bl, err
+}
+
+// BlocksDamaged is Blocks that also returns the committed blocks of the
+// range it skipped as damaged, with the records each held (from the
+// index), for a reader to report what its answer leaves out.
+func (s *Store) BlocksDamaged(from, to int64, ifaces []string) ([]BlockInfo, []Damage, error) {
 	if to == 0 {
 		to = math.MaxInt64
 	}
-	dirs, err := s.ifaceDirs(ifaces)
+	parts, err := s.walkParts(ifaces)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []BlockInfo
+	var bad []Damage
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
-	for _, idir := range dirs {
-		days, err := os.ReadDir(idir)
-		if err != nil {
-			continue // deleted meanwhile
+	for _, pd := range parts {
+		if dn := int64(24 * time.Hour); pd.day > math.MaxInt64/dn || pd.day > math.MinInt64/dn && pd.day*dn > to {
+			continue
 		}
-		for _, de := range days {
-			day, ok := parseDay(de.Name())
-			if !ok || day*86400*1e9 > to {
-				continue
+		rp := s.refresh(pd)
+		if rp == nil || (len(ifaces) > 0 && !slices.Contains(ifaces, rp.iface)) {
+			continue
+		}
+		for _, b := range rp.infos {
+			if b.MaxEnd >= from && b.MinStart <= to {
+				out = append(out, b)
 			}
-			rp := s.refresh(filepath.Join(idir, de.Name()), de.Name())
-			if rp == nil || (len(ifaces) > 0 && !slices.Contains(ifaces, rp.iface)) {
-				continue
-			}
-			for _, b := range rp.infos {
-				if b.MaxEnd >= from && b.MinStart <= to {
-					out = append(out, b)
-				}
+		}
+		for i, d := range rp.bad {
+			if sp := rp.badSpan[i]; sp[1] >= from && sp[0] <= to {
+				bad = append(bad, d)
 			}
 		}
 	}
@@ -188,91 +199,109 @@ func (s *Store) Blocks(from, to int64, ifaces []string) ([]BlockInfo, error) {
 		}
 		return out[i].Day < out[j].Day
 	})
-	return out, nil
+	return out, bad, nil
 }
 
-// ifaceDirs lists the interface directories to visit.
-func (s *Store) ifaceDirs(ifaces []string) ([]string, error) {
-	if len(ifaces) > 0 {
-		var out []string
-		for _, n := range ifaces {
-			out = append(out, filepath.Join(s.dir, escapeIface(n)))
-		}
-		return out, nil
-	}
-	ents, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	var out []string
-	for _, e := range ents {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			out = append(out, filepath.Join(s.dir, e.Name()))
-		}
-	}
-	return out, nil
-}
-
-// refresh brings the cached view of partition dir up to its current index;
+// refresh brings the cached view of partition pd up to its current index;
 // nil means nothing readable there. Called with s.rmu held.
-func (s *Store) refresh(dir, day string) *readPart {
-	x, err := readIndex(dir)
+func (s *Store) refresh(pd partDir) *readPart { return s.refreshOnce(pd, true) }
+
+func (s *Store) refreshOnce(pd partDir, again bool) *readPart {
+	dir := pd.path
+	d, err := s.openPartDir(pd, false)
+	if err != nil {
+		s.skipLink(dir, err)
+		delete(s.rparts, dir)
+		return nil
+	}
+	defer d.close()
+	x, gaps, err := readIndex(d)
 	if errors.Is(err, errBadIndex) {
 		if s.markOnce(dir, -1) {
 			s.corruptIndexes.Add(1)
-			s.warn("index of " + dir + " failed its CRC; blocks recovered by scanning")
+			s.warn("index of " + safePath(dir) + " failed its checksum; blocks recovered by scanning the data file")
+		}
+		for _, g := range gaps {
+			s.markCorrupt(dir, g.off, g.end-g.off, -1, g.why)
 		}
 	} else if err != nil {
+		s.skipLink(dir, err)
 		delete(s.rparts, dir)
 		return nil
 	}
 	rp := s.rparts[dir]
 	if rp == nil || rp.epoch != x.epoch || rp.nEntries > len(x.entries) {
-		f, err := os.Open(filepath.Join(dir, dataName))
+		f, err := d.open(dataName, os.O_RDONLY, 0)
 		if err != nil {
+			s.skipLink(dir, err)
 			delete(s.rparts, dir)
 			return nil
 		}
-		rp = &readPart{dir: dir, iface: x.iface, day: day, f: f, epoch: x.epoch}
+		rp = &readPart{dir: dir, iface: x.iface, day: pd.dname, f: f, epoch: x.epoch}
 		s.rparts[dir] = rp
 	}
 	rp.iface = x.iface
+	size := int64(math.MaxInt64)
+	if st, err := rp.f.Stat(); err == nil {
+		size = st.Size()
+	}
 	var hb []byte
+	var bad []Damage
+	var badSpan [][2]int64
+	infos := rp.infos
 	for _, e := range x.entries[rp.nEntries:] {
-		hb = slices.Grow(hb[:0], e.headerLen)[:e.headerLen]
-		n, err := rp.f.ReadAt(hb, e.off)
 		var h *blockHeader
-		if n == len(hb) {
-			h, err = parseHeader(hb, true)
-		} else if err == nil {
-			err = errCorruptBlock
+		var why string
+		if end := e.off + int64(e.blockLen); end > size {
+			why = fmt.Sprintf("past the end of the file (%d bytes): cut off", size)
+		} else {
+			hb = slices.Grow(hb[:0], e.headerLen)[:e.headerLen]
+			n, err := rp.f.ReadAt(hb, e.off)
+			if n == len(hb) {
+				h, err = parseHeader(hb, true)
+			} else if err == nil {
+				err = errCorruptBlock
+			}
+			if err == nil && (h.blockLen != e.blockLen || h.rows != e.rows || h.minStart != e.minStart || h.maxEnd != e.maxEnd) {
+				err = errCorruptBlock
+			}
+			if err != nil {
+				why = "header damaged (checksum or fields do not match the index)"
+			}
 		}
-		if err == nil && (h.blockLen != e.blockLen || h.rows != e.rows || h.minStart != e.minStart || h.maxEnd != e.maxEnd) {
-			err = errCorruptBlock
-		}
-		if err != nil {
-			s.markCorrupt(dir, e.off, "header: "+err.Error())
+		if why != "" {
+			bad = append(bad, Damage{File: dir + "/" + dataName, Offset: e.off, Size: int64(e.blockLen), Rows: e.rows, Reason: why})
+			badSpan = append(badSpan, [2]int64{e.minStart, e.maxEnd})
 			continue
 		}
 		// The next blocks are appended; earlier copies handed out stay valid.
-		rp.infos = append(rp.infos, BlockInfo{Iface: x.iface, Day: day, Offset: e.off, Size: e.blockLen,
+		infos = append(infos, BlockInfo{Iface: x.iface, Day: pd.dname, Offset: e.off, Size: e.blockLen,
 			Rows: e.rows, MinStart: e.minStart, MaxEnd: e.maxEnd, h: h, rp: rp})
 	}
+	if len(bad) > 0 && again {
+		// Retention may have pruned (punched out) blocks since the index
+		// was read: damage only counts if the index did not change.
+		if x2, _, err := readIndex(d); err == nil && x2.epoch != x.epoch {
+			delete(s.rparts, dir)
+			return s.refreshOnce(pd, false)
+		}
+	}
+	for _, b := range bad {
+		s.markCorrupt(dir, b.Offset, b.Size, b.Rows, b.Reason)
+	}
+	rp.infos = infos
+	rp.bad = append(rp.bad, bad...)
+	rp.badSpan = append(rp.badSpan, badSpan...)
 	rp.nEntries = len(x.entries)
 	return rp
 }
 
-// markOnce records (dir, off) as seen and reports whether it is new.
-func (s *Store) markOnce(dir string, off int64) bool {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if _, ok := s.corrupt[blockID{dir, off}]; ok {
-		return false
+// skipLink says once that a link (or other non-store entry) where a
+// partition's directory or file goes was skipped.
+func (s *Store) skipLink(dir string, err error) {
+	if errors.Is(err, ErrSymlink) && s.markOnce(dir, -2) {
+		s.warn(errText(err) + ": skipped")
 	}
-	if len(s.corrupt) < 1<<16 {
-		s.corrupt[blockID{dir, off}] = struct{}{}
-	}
-	return true
 }
 
 // ReadBlock decodes the wanted columns of b into dst, reusing dst's slices.
@@ -294,13 +323,11 @@ func (s *Store) ReadBlock(b *BlockInfo, want Column, dst *Columns) error {
 		if err != nil && !isEOF(err) {
 			return fmt.Errorf("store: read block: %w", err)
 		}
-		s.markCorrupt(b.rp.dir, b.Offset, "truncated")
-		return fmt.Errorf("%w: %s offset %d: truncated", ErrCorrupt, b.rp.dir, b.Offset)
+		return s.damaged(b, "cut off: the file ends inside the block")
 	}
 	if err := d.decodeCols(b.h, buf, lo, want, dst, true); err != nil {
 		if errors.Is(err, errCorruptBlock) || errors.Is(err, errBadStream) {
-			s.markCorrupt(b.rp.dir, b.Offset, err.Error())
-			return fmt.Errorf("%w: %s offset %d: %v", ErrCorrupt, b.rp.dir, b.Offset, err)
+			return s.damaged(b, err.Error())
 		}
 		return err
 	}
@@ -308,23 +335,58 @@ func (s *Store) ReadBlock(b *BlockInfo, want Column, dst *Columns) error {
 	return nil
 }
 
+// damaged reports block b as corrupt, unless retention pruned it since
+// Blocks listed it (its bytes were freed: ErrPruned, not counted).
+func (s *Store) damaged(b *BlockInfo, why string) error {
+	if s.pruned(b) {
+		return fmt.Errorf("%w: %s offset %d", ErrPruned, safePath(b.rp.dir), b.Offset)
+	}
+	s.markCorrupt(b.rp.dir, b.Offset, int64(b.Size), b.Rows, why)
+	return fmt.Errorf("%w: %s offset %d: %s", ErrCorrupt, safePath(b.rp.dir), b.Offset, why)
+}
+
+// pruned reports whether b's partition no longer lists b.
+func (s *Store) pruned(b *BlockInfo) bool {
+	pd := partDir{iname: filepath.Base(filepath.Dir(b.rp.dir)), dname: b.rp.day}
+	d, err := s.openPartDir(pd, false)
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	defer d.close()
+	x, _, err := readIndex(d)
+	if err != nil || x.epoch == b.rp.epoch {
+		return false
+	}
+	for _, e := range x.entries {
+		if e.off == b.Offset && e.blockLen == b.Size {
+			return false
+		}
+	}
+	return true
+}
+
 // Ifaces lists the interface names that have partitions.
 func (s *Store) Ifaces() ([]string, error) {
-	dirs, err := s.ifaceDirs(nil)
+	parts, err := s.walkParts(nil)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	for _, idir := range dirs {
-		days, _ := os.ReadDir(idir)
-		for i := len(days) - 1; i >= 0; i-- {
-			if _, ok := parseDay(days[i].Name()); !ok {
-				continue
-			}
-			if x, err := readIndex(filepath.Join(idir, days[i].Name())); x != nil && (err == nil || errors.Is(err, errBadIndex)) {
-				out = append(out, x.iface)
-				break
-			}
+	seen := map[string]bool{}
+	for i := len(parts) - 1; i >= 0; i-- { // newest day of each interface first
+		pd := parts[i]
+		if seen[pd.iname] {
+			continue
+		}
+		d, err := s.openPartDir(pd, false)
+		if err != nil {
+			continue
+		}
+		x, _, err := readIndex(d)
+		d.close()
+		if x != nil && (err == nil || errors.Is(err, errBadIndex)) {
+			out = append(out, x.iface)
+			seen[pd.iname] = true
 		}
 	}
 	slices.Sort(out)

@@ -20,7 +20,7 @@ var colNames = [numCols]string{"SrcAddr", "DstAddr", "IPVersion", "SrcPort", "Ds
 // It checks that the header and the columns account for every block byte.
 func TestColumnBytes(t *testing.T) {
 	ws := windows()
-	s := openT(t, Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour})
+	s := openT(t, Config{Dir: tempDir(t), NoSync: true, Writeout: time.Hour})
 	for _, w := range ws {
 		if err := s.Write(w); err != nil {
 			t.Fatal(err)

@@ -90,7 +90,7 @@ func readGolden(t testing.TB, name string) []byte {
 // and a reader asking only for those columns gets zeros without reading
 // the block's columns.
 func TestOldBlocks(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	part := filepath.Join(dir, escapeIface("x"), "2025-03-01")
 	if err := os.MkdirAll(part, 0o755); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestOldBlocks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(part, dataName), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeIndex(part, x, false); err != nil {
+	if err := writeIndexAt(part, x); err != nil {
 		t.Fatal(err)
 	}
 	// A writer appends a current block with drops and NAT to the same partition.

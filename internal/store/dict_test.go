@@ -12,7 +12,7 @@ import (
 // once in Dict) and for a raw one (every address distinct), with no
 // allocation once the Columns has grown.
 func TestAddrDict(t *testing.T) {
-	s := openT(t, Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour})
+	s := openT(t, Config{Dir: tempDir(t), NoSync: true, Writeout: time.Hour})
 	const n = 3000
 	few, many := make([]flow.Record, n), make([]flow.Record, n)
 	for i := range n {
@@ -84,7 +84,7 @@ func addr4(a, b, c, d byte) [16]byte { return [16]byte{10: 0xff, 11: 0xff, 12: a
 // and a raw-encoded block; asked with ColSrcAddr/ColDstAddr they agree with
 // the rows; steady-state reads do not allocate.
 func TestAddrIdxOnly(t *testing.T) {
-	s := openT(t, Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour})
+	s := openT(t, Config{Dir: tempDir(t), NoSync: true, Writeout: time.Hour})
 	const n = 2000
 	few, many := make([]flow.Record, n), make([]flow.Record, n)
 	for i := range n {

@@ -233,7 +233,7 @@ func TestWriteGoldenV5(t *testing.T) {
 // with their workloads and services (and old-version blocks read them as
 // nil: TestOldBlocks); reading only ColService decodes only its columns.
 func TestEnrichStore(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	s := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
 	recs := withEnrich(mkRecs(500, 1, "x", t0), 3)
 	if err := s.Write(recs); err != nil {

@@ -6,18 +6,24 @@ import (
 	"math/bits"
 )
 
+// maxColRaw bounds any column's raw stream, whatever its header claims:
+// no allocation made while decoding a column exceeds it (the writer cuts
+// a block early rather than pass it; blockCut).
+const maxColRaw = 256 << 20
+
 // maxRawLen bounds column id's raw stream in a block of rows rows: 8
 // bytes a row and its header for numbers (addresses: 1 + 16 + 4 for a
 // dictionary index, under 32), one length byte, maxStrLen bytes and a
-// 3-byte index a row for strings.
+// 3-byte index a row for strings; never more than maxColRaw.
 func maxRawLen(id, rows int) int64 {
+	n := 64 + 32*int64(rows)
 	if id == cDropReason || id == cRule {
-		return 64 + int64(1+maxStrLen+3)*int64(rows)
+		n = 64 + int64(1+maxStrLen+3)*int64(rows)
 	}
 	if isLongStr(id) {
-		return 64 + int64(binary.MaxVarintLen16+maxLongStr+3)*int64(rows)
+		n = 64 + int64(binary.MaxVarintLen16+maxLongStr+3)*int64(rows)
 	}
-	return 64 + 32*int64(rows)
+	return min(n, maxColRaw)
 }
 
 // parseHeader checks and parses a block header from b (at least the header).

@@ -141,7 +141,7 @@ func TestNATRoundTrip(t *testing.T) {
 // TestRuleCut: a rule longer than 64 bytes is stored cut, and the store
 // warns, as for drop reasons.
 func TestRuleCut(t *testing.T) {
-	s := openT(t, Config{Dir: t.TempDir(), NoSync: true})
+	s := openT(t, Config{Dir: tempDir(t), NoSync: true})
 	recs := mkRecs(5, 1, "x", t0)
 	for i := range recs[:2] {
 		recs[i].Verdict, recs[i].Rule = flow.VerdictDeny, strings.Repeat("p", 70+i)
@@ -168,7 +168,7 @@ func TestRuleCut(t *testing.T) {
 // reader asking for one NAT address column gets it with NATVersion and
 // reads no other column's bytes; blocks without NAT say so by range.
 func TestNATStore(t *testing.T) {
-	s := openT(t, Config{Dir: t.TempDir(), NoSync: true, TimePrecision: time.Nanosecond, Writeout: time.Hour})
+	s := openT(t, Config{Dir: tempDir(t), NoSync: true, TimePrecision: time.Nanosecond, Writeout: time.Hour})
 	with := withNAT(newGen(5).window(nil, 2000, t0, "eth0"), 3)
 	without := newGen(6).window(nil, 1000, t0+int64(24*time.Hour), "eth0")
 	for _, recs := range [][]flow.Record{with, without} {

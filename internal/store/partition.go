@@ -5,11 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash/crc32"
-	"io"
-	"os"
-	"path/filepath"
+	"math"
 	"strconv"
 	"time"
 )
@@ -23,10 +20,14 @@ const (
 	dayLayout = "2006-01-02"
 	maxEscLen = 128
 
-	indexMagic   = "WIX1"
-	indexVersion = 1
-	indexEntry   = 40
-	maxIndexSize = 64 << 20 // reader bound on an index file
+	indexMagic = "WIX1"
+	// indexVersion 1 lists blocks back to back from offset 0; version 2
+	// (written only when needed) lets them start later and leave gaps:
+	// pruned blocks (punched holes) and damage a repair left in place.
+	indexVersion    = 1
+	indexVersionGap = 2
+	indexEntry      = 40
+	maxIndexSize    = 64 << 20 // reader bound on an index file
 )
 
 // escapeIface turns an interface name into a safe directory name.
@@ -116,7 +117,14 @@ type index struct {
 func (x *index) marshal() []byte {
 	b := make([]byte, 0, 42+len(x.iface)+indexEntry*len(x.entries))
 	b = append(b, indexMagic...)
-	b = binary.LittleEndian.AppendUint32(b, indexVersion)
+	ver, end := uint32(indexVersion), int64(0)
+	for _, e := range x.entries {
+		if e.off != end {
+			ver = indexVersionGap
+		}
+		end = e.off + int64(e.blockLen)
+	}
+	b = binary.LittleEndian.AppendUint32(b, ver)
 	b = binary.LittleEndian.AppendUint64(b, x.epoch)
 	b = binary.LittleEndian.AppendUint64(b, x.gen)
 	b = binary.LittleEndian.AppendUint64(b, uint64(x.dataLen))
@@ -138,7 +146,11 @@ func (x *index) marshal() []byte {
 var errBadIndex = errors.New("store: corrupt index")
 
 func parseIndex(b []byte) (*index, error) {
-	if len(b) < 38 || string(b[:4]) != indexMagic || binary.LittleEndian.Uint32(b[4:8]) != indexVersion {
+	if len(b) < 38 || string(b[:4]) != indexMagic {
+		return nil, errBadIndex
+	}
+	ver := binary.LittleEndian.Uint32(b[4:8])
+	if ver != indexVersion && ver != indexVersionGap {
 		return nil, errBadIndex
 	}
 	if crc32.Checksum(b[:len(b)-4], castagnoli) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
@@ -157,7 +169,7 @@ func parseIndex(b []byte) (*index, error) {
 	x.iface = string(p[:nl])
 	n := int(binary.LittleEndian.Uint32(p[nl:]))
 	p = p[nl+4:]
-	if len(p) != n*indexEntry || x.dataLen < 0 {
+	if int64(len(p)) != int64(n)*indexEntry || x.dataLen < 0 {
 		return nil, errBadIndex
 	}
 	x.entries = make([]indexEntryT, n)
@@ -170,7 +182,8 @@ func parseIndex(b []byte) (*index, error) {
 		e.rows = int(binary.LittleEndian.Uint32(p[16:]))
 		e.minStart = int64(binary.LittleEndian.Uint64(p[24:]))
 		e.maxEnd = int64(binary.LittleEndian.Uint64(p[32:]))
-		if e.off != end || e.headerLen > e.blockLen || e.rows > maxRows {
+		if e.off < end || (ver == indexVersion && e.off != end) || e.headerLen < fixedHeader || e.headerLen > e.blockLen ||
+			e.rows > maxRows || e.off > math.MaxInt64-int64(e.blockLen) {
 			return nil, errBadIndex
 		}
 		end = e.off + int64(e.blockLen)
@@ -180,140 +193,4 @@ func parseIndex(b []byte) (*index, error) {
 		return nil, errBadIndex
 	}
 	return x, nil
-}
-
-// readIndex loads dir's index. A missing index is an empty partition
-// (os.ErrNotExist); a corrupt one is rebuilt by scanning the data file and
-// reported with errBadIndex alongside the recovered index.
-func readIndex(dir string) (*index, error) {
-	f, err := os.Open(filepath.Join(dir, indexName))
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxIndexSize+1))
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	x, perr := parseIndex(b)
-	if perr == nil && len(b) <= maxIndexSize {
-		return x, nil
-	}
-	x, err = scanData(dir)
-	if err != nil {
-		return nil, err
-	}
-	x.iface = unescapeIface(filepath.Base(filepath.Dir(dir)))
-	return x, errBadIndex
-}
-
-// scanData rebuilds an index from the intact blocks at the start of a data
-// file (headers and column CRCs checked), stopping at the first bad one.
-func scanData(dir string) (*index, error) {
-	f, err := os.Open(filepath.Join(dir, dataName))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	x := &index{epoch: newEpoch()}
-	var off int64
-	var buf []byte
-	for {
-		var fixed [fixedHeader]byte
-		if _, err := f.ReadAt(fixed[:], off); err != nil {
-			break
-		}
-		bl := int(binary.LittleEndian.Uint32(fixed[4:8]))
-		if string(fixed[:4]) != blockMagic || bl < fixedHeader || bl > 64<<20 {
-			break
-		}
-		buf = append(buf[:0], make([]byte, bl)...)
-		if _, err := f.ReadAt(buf, off); err != nil {
-			break
-		}
-		h, err := parseHeader(buf, true)
-		if err != nil || h.blockLen != bl || !colsIntact(h, buf) {
-			break
-		}
-		x.entries = append(x.entries, indexEntryT{off: off, blockLen: bl, headerLen: h.headerLen,
-			rows: h.rows, minStart: h.minStart, maxEnd: h.maxEnd})
-		off += int64(bl)
-	}
-	x.dataLen = off
-	return x, nil
-}
-
-// colsIntact checks every column CRC of a whole block.
-func colsIntact(h *blockHeader, b []byte) bool {
-	for i := range h.cols[:h.ncols] {
-		if h.omit&(1<<i) != 0 {
-			continue
-		}
-		c := &h.cols[i]
-		if crc32.Checksum(b[c.off:c.off+c.slen], castagnoli) != c.ck {
-			return false
-		}
-	}
-	return true
-}
-
-// writeIndex replaces dir's index atomically: temp file, fsync, rename,
-// fsync of the directory.
-func writeIndex(dir string, x *index, sync bool) (int, error) {
-	b := x.marshal()
-	tmp := filepath.Join(dir, indexTemp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	_, err = f.Write(b)
-	if err == nil && sync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, indexName))
-	}
-	if err == nil && sync {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("store: write index: %w", err)
-	}
-	return len(b), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// mkdirSynced creates dir and any missing parents, fsyncing each parent
-// whose entries changed so the new directory survives a crash.
-func mkdirSynced(root, dir string, sync bool) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(dir)
-	if parent != root && parent != dir {
-		if err := mkdirSynced(root, parent, sync); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	if sync {
-		return syncDir(parent)
-	}
-	return nil
 }

@@ -56,7 +56,7 @@ func TestTimePrecision(t *testing.T) {
 	if recs[0].Start != b0+5*ms+999_999 {
 		t.Error("Write changed the caller's records")
 	}
-	if _, err := Open(Config{Dir: t.TempDir(), TimePrecision: -time.Second}); err == nil {
+	if _, err := Open(Config{Dir: tempDir(t), TimePrecision: -time.Second}); err == nil {
 		t.Error("negative precision accepted")
 	}
 }

@@ -48,7 +48,7 @@ func buildSmall(t *testing.T, dir string) []flow.Record {
 }
 
 func TestCorruption(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	all := buildSmall(t, dir)
 	part := filepath.Join(dir, "a", "2025-03-01")
 	dataPath, idxPath := filepath.Join(part, dataName), filepath.Join(part, indexName)
@@ -183,7 +183,7 @@ func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	dir := t.TempDir()
+	dir := tempDir(t)
 	r := rand.New(rand.NewPCG(11, 12))
 	type span struct{ lo, hi uint64 }
 	var flushed []span
@@ -258,7 +258,7 @@ func TestCrashSafety(t *testing.T) {
 }
 
 func TestConcurrentReader(t *testing.T) {
-	dir := t.TempDir()
+	dir := tempDir(t)
 	w := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
 	r, err := OpenReadOnly(dir)
 	if err != nil {

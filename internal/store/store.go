@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +25,15 @@ var (
 	// ErrCorrupt marks a block that failed its checks; it was skipped and
 	// counted in Stats.CorruptBlocks.
 	ErrCorrupt = errors.New("store: corrupt block skipped")
+	// ErrPruned is returned by ReadBlock for a block that retention
+	// deleted after Blocks listed it (not damage: not counted).
+	ErrPruned = errors.New("store: block pruned by retention since it was listed")
+	// ErrSymlink marks a symbolic link where a store file or directory
+	// goes: the store never follows one (its target is never touched).
+	ErrSymlink = errors.New("store: symbolic link in the data directory (never followed; remove it)")
+	// ErrTimeout means Flush or Close gave up waiting for the file
+	// system (Config.CloseTimeout).
+	ErrTimeout = errors.New("store: the file system did not respond in time")
 )
 
 // Defaults and bounds.
@@ -37,21 +45,51 @@ const (
 	// MaxBlockRows bounds one block: a partition reaching it is written out
 	// at once, so the buffer of a busy interface stays bounded.
 	MaxBlockRows = 1 << 20
-	maxWarnings  = 16
+	// DefaultMaxPendingRows is Config.MaxPendingRows' default: about
+	// 250 MB of buffered records.
+	DefaultMaxPendingRows = MaxBlockRows
+	// DefaultMaxPartitions is Config.MaxPartitions' default.
+	DefaultMaxPartitions = 1024
+	// DefaultCloseTimeout is Config.CloseTimeout's default.
+	DefaultCloseTimeout = 4 * time.Second
+	maxWarnings         = 16
 )
+
+// Mode says who may read the files the store creates.
+type Mode int
+
+// Modes. The process umask still applies on top.
+const (
+	// ModePrivate creates directories 0700 and files 0600: only the
+	// user weir runs as reads the flow records.
+	ModePrivate Mode = iota
+	// ModeGroup creates directories 0750 and files 0640, for a group
+	// whose members run 'weir query' (chgrp the data directory and set
+	// its setgid bit so that new directories keep the group).
+	ModeGroup
+)
+
+func (m Mode) perms() (dir, file os.FileMode) {
+	if m == ModeGroup {
+		return 0o750, 0o640
+	}
+	return 0o700, 0o600
+}
 
 // Config configures a writable Store.
 type Config struct {
 	Dir string
 	// Writeout is how often buffered rows become blocks (default 5 min);
-	// a partition is also written out when its rows' Start times span
-	// Writeout, or when it holds MaxBlockRows rows.
+	// a partition is also written out when it holds MaxBlockRows rows,
+	// or when it holds at least minSpanRows rows whose Start times span
+	// Writeout (so a replayed day still gets time-ordered blocks, while
+	// random Start times cannot cut blocks of a few rows).
 	Writeout time.Duration
-	// Retention deletes day partitions whose whole day is older than this
+	// Retention deletes blocks whose rows all ended longer ago than this
 	// (wall clock); 0 keeps everything.
 	Retention time.Duration
-	// MaxSize deletes the oldest day partitions until the store is at most
-	// this many bytes; 0 means no limit.
+	// MaxSize deletes the oldest blocks (by their last End) until the
+	// store takes at most this many bytes of disk; 0 means no limit.
 	MaxSize int64
 	// Level is the zstd level: 1 fastest (default), 2 default, 3 better,
 	// 4 best.
@@ -62,6 +100,25 @@ type Config struct {
 	// flowStart/EndMilliseconds and nfdump keep); 1 ns stores them exactly.
 	// Packet and byte counts are always exact.
 	TimePrecision time.Duration
+	// Mode sets the permissions of what the store creates (ModePrivate
+	// by default).
+	Mode Mode
+	// MaxPendingRows bounds the records buffered over all partitions
+	// (DefaultMaxPendingRows when 0). At the bound the largest
+	// partitions are written out; while writes fail, what exceeds it is
+	// dropped and counted (Stats.DroppedRows).
+	MaxPendingRows int
+	// MaxPartitions bounds the partitions the writer holds at once
+	// (buffered rows, files; DefaultMaxPartitions when 0): beyond it the
+	// least recently written one is written out and released.
+	MaxPartitions int
+	// CloseTimeout bounds Flush and Close (DefaultCloseTimeout when 0):
+	// what they could not write by then is counted as dropped.
+	CloseTimeout time.Duration
+	// Log, when set, receives each problem as it happens (one line, no
+	// "store:" prefix): damaged blocks, write errors and recoveries,
+	// dropped records. Stats.Warnings keeps the most recent ones.
+	Log func(msg string)
 	// NoSync skips fsync (tests and benchmarks only: a crash may then lose
 	// committed blocks, though never corrupt what reads back).
 	NoSync bool
@@ -69,15 +126,22 @@ type Config struct {
 
 // Stats are the store's counters.
 type Stats struct {
-	BlocksWritten    int64 // blocks committed by this Store
-	RowsWritten      int64
-	BytesWritten     int64 // block bytes appended
-	BytesOnDisk      int64 // data and index bytes under Dir, as of the last writeout/prune/open
-	CorruptBlocks    int64 // distinct blocks skipped for failed checks
-	CorruptIndexes   int64 // index files that failed their CRC (rebuilt by scanning)
-	DroppedRows      int64 // rows lost because writeouts kept failing
+	BlocksWritten  int64 // blocks committed by this Store
+	RowsWritten    int64
+	BytesWritten   int64 // block bytes appended
+	BytesOnDisk    int64 // disk space of data and index files under Dir, as of the last writeout/prune/open
+	CorruptBlocks  int64 // distinct blocks skipped for failed checks
+	CorruptIndexes int64 // index files that failed their CRC (rebuilt by scanning)
+	// DroppedRows counts every record handed to Write that was not
+	// written: beyond the buffering bounds while writes failed, still
+	// buffered when Close gave up, or written after Close.
+	DroppedRows int64
+	PendingRows int64 // records buffered now
+	// WriteErrors counts failed writeouts by reason (WriteErrorReasons).
+	WriteErrors      map[string]int64
 	PrunedPartitions int64
 	PrunedBlocks     int64
+	PrunedRows       int64
 	PrunedBytes      int64
 	Warnings         []string // the most recent problems, oldest first
 }
@@ -87,29 +151,22 @@ type partKey struct {
 	day   int64
 }
 
-// wpart is a partition the writer buffers rows for and appends to.
-type wpart struct {
-	key      partKey
-	dir      string
-	f        *os.File
-	idx      *index
-	pend     []flow.Record
-	minStart int64
-	written  bool
-}
-
 // Store is an open store. Its reading methods are safe for concurrent use;
 // Write, Flush, Prune and Close serialise on the writer lock, which readers
 // never take.
 type Store struct {
-	dir      string
-	cfg      Config
-	readOnly bool
-	lock     *os.File
+	dir            string
+	root           *dirH
+	cfg            Config
+	dirPerm, fPerm os.FileMode
+	readOnly       bool
+	lock           *os.File
 
 	mu           sync.Mutex // writer state below
 	parts        map[partKey]*wpart
 	last         *wpart
+	nOpen        int    // partitions with open files
+	clock        uint64 // Write calls, for least-recently-written
 	benc         blockEncoder
 	buf          []byte
 	sortKeys     []uint64 // writeout scratch: rows ordered by Start
@@ -117,8 +174,12 @@ type Store struct {
 	sorted       []flow.Record
 	lastWriteout time.Time
 	closed       bool
-	stop         chan struct{}
-	done         chan struct{}
+	fail         failState
+	fault        func(op, path string) error // tests: inject I/O errors
+	noPunch      bool                        // tests: prune by rewriting
+	stop, done   chan struct{}
+	stopOnce     sync.Once
+	abandoned    atomic.Bool // Close gave up on a stuck writer
 
 	rmu    sync.Mutex // reader caches
 	rparts map[string]*readPart
@@ -129,7 +190,9 @@ type Store struct {
 
 	blocksWritten, rowsWritten, bytesWritten, bytesOnDisk atomic.Int64
 	corruptBlocks, corruptIndexes, droppedRows            atomic.Int64
-	prunedParts, prunedBlocks, prunedBytes                atomic.Int64
+	pendingRows                                           atomic.Int64
+	writeErrs                                             [numReasons]atomic.Int64
+	prunedParts, prunedBlocks, prunedRows, prunedBytes    atomic.Int64
 }
 
 type blockID struct {
@@ -152,6 +215,15 @@ func Open(cfg Config) (*Store, error) {
 	case cfg.TimePrecision < 0 || cfg.TimePrecision > time.Hour:
 		return nil, fmt.Errorf("store: TimePrecision %v out of range 1ns..1h", cfg.TimePrecision)
 	}
+	if cfg.MaxPendingRows <= 0 {
+		cfg.MaxPendingRows = DefaultMaxPendingRows
+	}
+	if cfg.MaxPartitions <= 0 {
+		cfg.MaxPartitions = DefaultMaxPartitions
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = DefaultCloseTimeout
+	}
 	level := zstd.SpeedFastest
 	switch cfg.Level {
 	case 2:
@@ -161,26 +233,30 @@ func Open(cfg Config) (*Store, error) {
 	case 4:
 		level = zstd.SpeedBestCompression
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	s := newStore(cfg.Dir)
+	s.cfg = cfg
+	s.dirPerm, s.fPerm = cfg.Mode.perms()
+	root, err := openRoot(cfg.Dir, true, s.dirPerm)
+	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	lock, err := lockDir(filepath.Join(cfg.Dir, lockName))
-	if err != nil {
+	s.root = root
+	if s.lock, err = lockDir(root, s.fPerm); err != nil {
+		root.close()
 		return nil, err
 	}
 	zenc, err := newZstdEncoder(level)
 	if err != nil {
-		lock.Close()
+		s.lock.Close()
+		root.close()
 		return nil, err
 	}
-	s := newStore(cfg.Dir)
-	s.cfg = cfg
-	s.lock = lock
 	s.benc.zenc = zenc
 	s.parts = make(map[partKey]*wpart)
 	s.lastWriteout = time.Now()
-	s.removeTombstones()
-	s.bytesOnDisk.Store(s.diskUsage())
+	s.checkMode()
+	s.finishInterrupted()
+	s.bytesOnDisk.Store(s.surveyOnOpen())
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.ticker()
 	return s, nil
@@ -189,16 +265,13 @@ func Open(cfg Config) (*Store, error) {
 // OpenReadOnly opens a store for reading while a writer may be appending to
 // it; call Blocks again to see newly committed blocks.
 func OpenReadOnly(dir string) (*Store, error) {
-	st, err := os.Stat(dir)
+	root, err := openRoot(dir, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("store: %s is not a directory", dir)
-	}
 	s := newStore(dir)
+	s.root = root
 	s.readOnly = true
-	s.closed = false
 	return s, nil
 }
 
@@ -206,10 +279,23 @@ func newStore(dir string) *Store {
 	return &Store{dir: dir, rparts: make(map[string]*readPart), corrupt: make(map[blockID]struct{})}
 }
 
-// ticker writes out buffered rows every Writeout even when no Write comes.
+// checkMode warns when the data directory lets more users in than the
+// configured Mode (a store made by an older weir, or by hand).
+func (s *Store) checkMode() {
+	m, err := s.root.mode()
+	if err != nil {
+		return
+	}
+	if extra := m.Perm() &^ s.dirPerm; extra&0o077 != 0 {
+		s.warn(fmt.Sprintf("%s is mode %04o: other local users may read the flow records; chmod %o %s", s.dir, m.Perm(), s.dirPerm, s.dir))
+	}
+}
+
+// ticker writes out buffered rows every Writeout even when no Write comes,
+// and retries failed writeouts.
 func (s *Store) ticker() {
 	defer close(s.done)
-	t := time.NewTicker(s.cfg.Writeout)
+	t := time.NewTicker(min(s.cfg.Writeout, time.Second))
 	defer t.Stop()
 	for {
 		select {
@@ -217,222 +303,84 @@ func (s *Store) ticker() {
 			return
 		case <-t.C:
 			s.mu.Lock()
-			if !s.closed && time.Since(s.lastWriteout) >= s.cfg.Writeout {
-				if err := s.flushLocked(); err != nil {
-					s.warn("writeout: " + err.Error())
-				}
+			now := time.Now()
+			switch {
+			case s.closed:
+			case now.Sub(s.lastWriteout) >= s.cfg.Writeout:
+				_ = s.flushLocked(now.Add(s.cfg.Writeout), false)
+			case s.fail.retryDue(now) && s.pendingRows.Load() > 0:
+				s.retry(now)
 			}
 			s.mu.Unlock()
 		}
 	}
 }
 
-// Write buffers recs (copying them) into their partitions, writing out
-// partitions that are due. It implements sink.Sink.
-func (s *Store) Write(recs []flow.Record) error {
-	if s.readOnly {
-		return ErrReadOnly
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	var errs []error
-	w := int64(s.cfg.Writeout)
-	p := s.last
-	for i := range recs {
-		r := &recs[i]
-		day := dayOf(r.Start)
-		if p == nil || p.key.day != day || p.key.iface != r.Iface { // most batches hit one partition
-			p = s.part(partKey{r.Iface, day})
-		}
-		if len(p.pend) > 0 && (len(p.pend) >= MaxBlockRows || r.Start-p.minStart >= w) {
-			if err := s.writeout(p); err != nil {
-				errs = append(errs, err)
-				if len(p.pend) >= MaxBlockRows {
-					s.droppedRows.Add(int64(len(p.pend)))
-					s.warn(fmt.Sprintf("dropped %d rows of %s after failed writeouts", len(p.pend), p.dir))
-					p.pend = p.pend[:0]
-				}
-			}
-		}
-		if len(p.pend) == 0 || r.Start < p.minStart {
-			p.minStart = r.Start
-		}
-		p.pend = append(p.pend, *r)
-	}
-	s.last = p
-	if time.Since(s.lastWriteout) >= s.cfg.Writeout {
-		errs = append(errs, s.flushLocked())
-	}
-	return errors.Join(errs...)
-}
-
-func (s *Store) part(k partKey) *wpart {
-	p := s.parts[k]
-	if p == nil {
-		p = &wpart{key: k, dir: filepath.Join(s.dir, escapeIface(k.iface), dayName(k.day))}
-		s.parts[k] = p
-	}
-	return p
-}
-
 // Flush writes every partition's buffered rows as one block each, then
-// enforces retention.
+// enforces retention. It tries each partition once even while writes are
+// failing, and returns within Config.CloseTimeout (ErrTimeout when a write
+// does not come back).
 func (s *Store) Flush() error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	return s.flushLocked()
+	return s.bounded(func(deadline time.Time) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return ErrClosed
+		}
+		return s.flushLocked(deadline, true)
+	}, false)
 }
 
-func (s *Store) flushLocked() error {
-	var errs []error
-	for k, p := range s.parts {
-		if len(p.pend) > 0 {
-			if err := s.writeout(p); err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		if !p.written { // idle since the last writeout: release its file
-			p.close()
-			delete(s.parts, k)
-			if s.last == p {
-				s.last = nil
-			}
-		}
-		p.written = false
-	}
-	s.lastWriteout = time.Now()
-	if s.cfg.Retention > 0 || s.cfg.MaxSize > 0 {
-		if _, err := s.pruneLocked(time.Now()); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (p *wpart) close() {
-	if p.f != nil {
-		p.f.Close()
-		p.f = nil
-	}
-	p.idx = nil
-}
-
-// openPart opens p's data file and committed index, cutting off any
-// uncommitted tail a crash left behind.
-func (s *Store) openPart(p *wpart) error {
-	sync := !s.cfg.NoSync
-	if err := mkdirSynced(s.dir, p.dir, sync); err != nil {
-		return err
-	}
-	x, err := readIndex(p.dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		x = &index{epoch: newEpoch()}
-	case errors.Is(err, errBadIndex):
-		s.corruptIndexes.Add(1)
-		s.warn("index of " + p.dir + " failed its CRC; rebuilt from the data file")
-	case err != nil:
-		return err
-	}
-	x.iface = p.key.iface
-	f, err := os.OpenFile(filepath.Join(p.dir, dataName), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if st, err := f.Stat(); err != nil || st.Size() != x.dataLen {
-		if err == nil {
-			err = f.Truncate(x.dataLen)
-		}
-		if err != nil {
-			f.Close()
-			return err
-		}
-	}
-	p.f, p.idx = f, x
-	return nil
-}
-
-// writeout appends p's buffered rows as one block and commits the index.
-func (s *Store) writeout(p *wpart) error {
-	if p.f == nil {
-		if err := s.openPart(p); err != nil {
-			return fmt.Errorf("store: open partition %s: %w", p.dir, err)
-		}
-	}
-	var h *blockHeader
-	s.buf, h = s.benc.encode(s.buf[:0], s.prepare(p.pend))
-	if s.benc.cut > 0 {
-		s.warn(fmt.Sprintf("%s: %d drop reasons longer than %d bytes were cut", p.dir, s.benc.cut, maxStrLen))
-	}
-	if s.benc.cutEnr > 0 {
-		s.warn(fmt.Sprintf("%s: %d workload or service strings longer than %d bytes were cut", p.dir, s.benc.cutEnr, maxLongStr))
-	}
-	if s.benc.cutRule > 0 {
-		s.warn(fmt.Sprintf("%s: %d rules longer than %d bytes were cut", p.dir, s.benc.cutRule, maxStrLen))
-	}
-	x := p.idx
-	_, err := p.f.WriteAt(s.buf, x.dataLen)
-	if err == nil && !s.cfg.NoSync {
-		err = p.f.Sync()
-	}
-	nx := &index{epoch: x.epoch, gen: x.gen + 1, dataLen: x.dataLen + int64(len(s.buf)), iface: x.iface}
-	nx.entries = append(x.entries[:len(x.entries):len(x.entries)], indexEntryT{off: x.dataLen,
-		blockLen: h.blockLen, headerLen: h.headerLen, rows: h.rows, minStart: h.minStart, maxEnd: h.maxEnd})
-	var isz int
-	if err == nil {
-		isz, err = writeIndex(p.dir, nx, !s.cfg.NoSync)
-	}
-	if err != nil {
-		p.close() // reopening truncates to the committed length
-		return fmt.Errorf("store: writeout %s: %w", p.dir, err)
-	}
-	oldIdx := 0
-	if x.gen > 0 {
-		oldIdx = len(x.marshal())
-	}
-	p.idx = nx
-	p.written = true
-	p.pend = p.pend[:0]
-	s.blocksWritten.Add(1)
-	s.rowsWritten.Add(int64(h.rows))
-	s.bytesWritten.Add(int64(len(s.buf)))
-	s.bytesOnDisk.Add(int64(len(s.buf) + isz - oldIdx))
-	return nil
-}
-
-// Close flushes buffered rows and releases the store.
+// Close writes out buffered rows and releases the store. It returns within
+// Config.CloseTimeout in every state: records it could not write by then
+// (disk full, a file system that does not answer) are counted in
+// Stats.DroppedRows and said. The error reports any record lost.
 func (s *Store) Close() error {
 	if s.readOnly {
 		s.rmu.Lock()
+		for _, rp := range s.rparts {
+			rp.f.Close()
+		}
 		s.rparts = map[string]*readPart{}
 		s.rmu.Unlock()
+		s.root.close()
 		return nil
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrClosed
+	err := s.bounded(func(deadline time.Time) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			return ErrClosed
+		}
+		s.closed = true
+		err := s.flushLocked(deadline, true)
+		if n := s.pendingRows.Load(); n > 0 && !s.abandoned.Load() {
+			s.dropPending(fmt.Sprintf("closing: %s records could not be written (%v) and are lost", commas(n), s.fail.lastErr))
+		}
+		for _, p := range s.parts {
+			s.closePart(p)
+		}
+		return err
+	}, true)
+	if errors.Is(err, ErrClosed) {
+		return err
 	}
-	err := s.flushLocked()
-	s.closed = true
-	for _, p := range s.parts {
-		p.close()
+	s.stopOnce.Do(func() { close(s.stop) })
+	select {
+	case <-s.done:
+	case <-time.After(100 * time.Millisecond): // stuck in a write with the lock: it exits when that returns
 	}
-	s.mu.Unlock()
-	close(s.stop)
-	<-s.done
-	if cerr := s.lock.Close(); err == nil {
-		err = cerr
+	if !s.abandoned.Load() {
+		if cerr := s.lock.Close(); err == nil {
+			err = cerr
+		}
+		s.root.close()
+	}
+	if d := s.droppedRows.Load(); d > 0 {
+		err = errors.Join(err, fmt.Errorf("store: %s records were not written (weir_store_dropped_rows_total)", commas(d)))
 	}
 	return err
 }
@@ -442,16 +390,27 @@ func (s *Store) Stats() Stats {
 	s.wmu.Lock()
 	w := append([]string(nil), s.warnings...)
 	s.wmu.Unlock()
-	return Stats{
+	st := Stats{
 		BlocksWritten: s.blocksWritten.Load(), RowsWritten: s.rowsWritten.Load(),
 		BytesWritten: s.bytesWritten.Load(), BytesOnDisk: s.bytesOnDisk.Load(),
 		CorruptBlocks: s.corruptBlocks.Load(), CorruptIndexes: s.corruptIndexes.Load(),
-		DroppedRows: s.droppedRows.Load(), PrunedPartitions: s.prunedParts.Load(),
-		PrunedBlocks: s.prunedBlocks.Load(), PrunedBytes: s.prunedBytes.Load(),
+		DroppedRows: s.droppedRows.Load(), PendingRows: s.pendingRows.Load(),
+		PrunedPartitions: s.prunedParts.Load(), PrunedBlocks: s.prunedBlocks.Load(),
+		PrunedRows: s.prunedRows.Load(), PrunedBytes: s.prunedBytes.Load(),
 		Warnings: w,
 	}
+	for r := range numReasons {
+		if n := s.writeErrs[r].Load(); n > 0 {
+			if st.WriteErrors == nil {
+				st.WriteErrors = make(map[string]int64)
+			}
+			st.WriteErrors[WriteErrorReasons[r]] = n
+		}
+	}
+	return st
 }
 
+// warn records a problem and passes it to Config.Log.
 func (s *Store) warn(msg string) {
 	s.wmu.Lock()
 	if len(s.warnings) == maxWarnings {
@@ -460,20 +419,33 @@ func (s *Store) warn(msg string) {
 	}
 	s.warnings = append(s.warnings, msg)
 	s.wmu.Unlock()
+	if s.cfg.Log != nil {
+		s.cfg.Log(msg)
+	}
 }
 
-// markCorrupt counts a corrupt block once and records a warning.
-func (s *Store) markCorrupt(dir string, off int64, why string) {
+// markCorrupt counts a corrupt block once and records a warning; rows is
+// what the index says the block held (-1: unknown).
+func (s *Store) markCorrupt(dir string, off int64, size int64, rows int, why string) {
+	if !s.markOnce(dir, off) {
+		return
+	}
+	s.corruptBlocks.Add(1)
+	s.warn(Damage{File: dir + "/" + dataName, Offset: off, Size: size, Rows: rows, Reason: why}.String() +
+		"; 'weir store check --repair' removes it")
+}
+
+// markOnce records (dir, off) as seen and reports whether it is new.
+func (s *Store) markOnce(dir string, off int64) bool {
 	s.wmu.Lock()
-	_, seen := s.corrupt[blockID{dir, off}]
-	if !seen && len(s.corrupt) < 1<<16 {
+	defer s.wmu.Unlock()
+	if _, ok := s.corrupt[blockID{dir, off}]; ok {
+		return false
+	}
+	if len(s.corrupt) < 1<<16 {
 		s.corrupt[blockID{dir, off}] = struct{}{}
 	}
-	s.wmu.Unlock()
-	if !seen {
-		s.corruptBlocks.Add(1)
-		s.warn(fmt.Sprintf("corrupt block skipped: %s offset %d: %s", dir, off, why))
-	}
+	return true
 }
 
 func newEpoch() uint64 { return rand.Uint64() | 1 }

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"slices"
+)
+
+// scanner walks a block file for intact blocks, independently of any
+// index: it rebuilds a damaged index and is what 'weir store check'
+// verifies. After a damaged stretch it resynchronises on the next block
+// magic whose header and columns check out, so one damaged block never
+// hides the good blocks after it.
+type scanner struct {
+	r    io.ReaderAt
+	size int64
+	// decode makes every block also decode in full (check); otherwise
+	// the header and column CRCs are checked.
+	decode bool
+	buf    []byte
+	chunk  []byte
+	cols   Columns
+}
+
+// gap is a damaged stretch [off, end) of a block file.
+type gap struct {
+	off, end int64
+	why      string
+}
+
+// scanChunk is how much of a damaged stretch is read at a time while
+// looking for the next block magic.
+const scanChunk = 1 << 20
+
+// scan returns the intact blocks of the file in order and the damaged
+// stretches between and after them. Memory is bounded by the largest
+// block the file really holds (a length field is believed only once the
+// file has that many bytes).
+func (sc *scanner) scan() (blocks []indexEntryT, gaps []gap) {
+	var off int64
+	for off < sc.size {
+		e, why := sc.block(off)
+		if why == "" {
+			blocks = append(blocks, e)
+			off += int64(e.blockLen)
+			continue
+		}
+		next, ne := sc.resync(off + 1)
+		gaps = append(gaps, gap{off: off, end: next, why: why})
+		if next >= sc.size {
+			break
+		}
+		blocks = append(blocks, ne)
+		off = next + int64(ne.blockLen)
+	}
+	return blocks, gaps
+}
+
+// resync finds the first intact block at or after off; it returns size
+// when there is none.
+func (sc *scanner) resync(off int64) (int64, indexEntryT) {
+	if sc.chunk == nil {
+		sc.chunk = make([]byte, scanChunk+len(blockMagic)-1)
+	}
+	chunk := sc.chunk
+	for off < sc.size {
+		n, _ := sc.r.ReadAt(chunk[:min(int64(len(chunk)), sc.size-off)], off)
+		if n < len(blockMagic) {
+			break
+		}
+		p := chunk[:n]
+		for i := 0; ; {
+			j := bytes.Index(p[i:], []byte(blockMagic))
+			if j < 0 {
+				break
+			}
+			at := off + int64(i+j)
+			if e, why := sc.block(at); why == "" {
+				return at, e
+			}
+			i += j + 1
+		}
+		if n < len(chunk) {
+			break
+		}
+		off += int64(n - (len(blockMagic) - 1)) // a magic across the chunk edge is found in the next chunk
+	}
+	return sc.size, indexEntryT{}
+}
+
+// block checks the block at off; why is "" when it is intact, else what
+// is wrong with it.
+func (sc *scanner) block(off int64) (e indexEntryT, why string) {
+	left := sc.size - off
+	var fixed [fixedHeader]byte
+	if left < fixedHeader {
+		return e, fmt.Sprintf("cut off: %d bytes where a block header takes %d", left, fixedHeader)
+	}
+	if _, err := sc.r.ReadAt(fixed[:], off); err != nil && !isEOF(err) {
+		return e, "read: " + err.Error()
+	}
+	if string(fixed[:4]) != blockMagic {
+		return e, "no block header here (bad magic)"
+	}
+	bl := int64(binary.LittleEndian.Uint32(fixed[4:8]))
+	hl := int64(binary.LittleEndian.Uint32(fixed[8:12]))
+	switch {
+	case bl < fixedHeader || hl < fixedHeader || hl > bl:
+		return e, "header damaged (impossible lengths)"
+	case bl > left:
+		// The header's CRC says whether the length is to be believed.
+		if hl <= left && sc.headerCRC(off, hl) {
+			return e, fmt.Sprintf("cut off: block of %d bytes, only %d left in the file", bl, left)
+		}
+		return e, "header damaged (length past the end of the file)"
+	}
+	sc.buf = slices.Grow(sc.buf[:0], int(bl))[:bl]
+	if n, err := sc.r.ReadAt(sc.buf, off); n < len(sc.buf) {
+		return e, fmt.Sprintf("read: %v", err)
+	}
+	h, err := parseHeader(sc.buf, true)
+	if err != nil {
+		if !sc.headerCRC(off, hl) {
+			return e, "header checksum mismatch"
+		}
+		return e, "header damaged (invalid fields)"
+	}
+	for i := range h.cols[:h.ncols] {
+		if h.omit&(1<<uint(i)) != 0 {
+			continue
+		}
+		c := &h.cols[i]
+		if crc32.Checksum(sc.buf[c.off:c.off+c.slen], castagnoli) != c.ck {
+			return e, fmt.Sprintf("column %d checksum mismatch", i)
+		}
+	}
+	if sc.decode {
+		d := decoderPool.Get().(*decoder)
+		sc.cols.reset()
+		err := d.decodeCols(h, sc.buf, 0, ColAll, &sc.cols, false)
+		decoderPool.Put(d)
+		if err != nil {
+			return e, "columns do not decode: " + err.Error()
+		}
+	}
+	return indexEntryT{off: off, blockLen: h.blockLen, headerLen: h.headerLen, rows: h.rows, minStart: h.minStart, maxEnd: h.maxEnd}, ""
+}
+
+// headerCRC reports whether the hl header bytes at off match their CRC.
+func (sc *scanner) headerCRC(off, hl int64) bool {
+	if hl < fixedHeader+4 || hl > maxHeaderLen {
+		return false
+	}
+	b := make([]byte, hl)
+	if n, _ := sc.r.ReadAt(b, off); int64(n) < hl {
+		return false
+	}
+	return crc32.Checksum(b[:hl-4], castagnoli) == binary.LittleEndian.Uint32(b[hl-4:])
+}
+
+// maxHeaderLen bounds a header read to check its CRC: the directory and
+// four bloom filters of a block of MaxBlockRows rows are well below it.
+const maxHeaderLen = 64 << 20

@@ -1,0 +1,463 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+)
+
+// minSpanRows is the fewest rows a partition holds before a Start span of
+// Writeout writes it out: records replayed in time order still make
+// blocks of about Writeout each, but Start times an exporter sets at
+// random cannot cut blocks of a few rows (each row's Start would span).
+const minSpanRows = 1 << 14
+
+// maxOpenFiles bounds the partitions whose directory and block file the
+// writer keeps open (two descriptors each); the least recently written
+// are closed first (their buffered rows stay).
+const maxOpenFiles = 128
+
+// wpart is a partition the writer buffers rows for and appends to.
+type wpart struct {
+	key                partKey
+	dir                string // path, for messages
+	d                  *dirH  // the partition directory, open with f
+	f                  *os.File
+	idx                *index
+	pend               []flow.Record
+	minStart, maxStart int64
+	written            bool      // a block was committed since the last periodic writeout
+	used               uint64    // s.clock when rows last went in
+	retryAt            time.Time // its own failure backoff (a cause of this partition only)
+	backoff            time.Duration
+	cause              string // such a cause in progress, said once
+	dropSaid           bool
+}
+
+// Write buffers recs (copying them) into their partitions, writing out
+// partitions that are due. It implements sink.Sink. A failing writeout
+// does not fail Write: the rows stay buffered (within
+// Config.MaxPendingRows, and MaxBlockRows a partition) and are retried;
+// what does not fit is dropped and counted in Stats.DroppedRows, and the
+// cause is said once through Config.Log. Write fails only when the store
+// is closed (the records then count as dropped).
+func (s *Store) Write(recs []flow.Record) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		s.droppedRows.Add(int64(len(recs)))
+		return ErrClosed
+	}
+	now := time.Now()
+	w := int64(s.cfg.Writeout)
+	maxPend := int64(s.cfg.MaxPendingRows)
+	pending := s.pendingRows.Load() // kept here per row; stored before anything that writes out
+	var dropped int64
+	p := s.last
+	for i := range recs {
+		r := &recs[i]
+		day := dayOf(r.Start)
+		if p == nil || p.key.day != day || p.key.iface != r.Iface { // most batches hit one partition
+			s.pendingRows.Store(pending)
+			p = s.part(partKey{r.Iface, day}, now)
+			pending = s.pendingRows.Load()
+		}
+		if n := len(p.pend); n >= MaxBlockRows || n >= minSpanRows && max(p.maxStart, r.Start)-min(p.minStart, r.Start) >= w {
+			s.pendingRows.Store(pending)
+			_ = s.writeout(p, now, false)
+			pending = s.pendingRows.Load()
+		}
+		if pending >= maxPend {
+			s.pendingRows.Store(pending)
+			s.relieve(now)
+			pending = s.pendingRows.Load()
+		}
+		if len(p.pend) >= MaxBlockRows || pending >= maxPend {
+			dropped++
+			continue
+		}
+		if len(p.pend) == 0 {
+			p.minStart, p.maxStart = r.Start, r.Start
+		} else {
+			p.minStart, p.maxStart = min(p.minStart, r.Start), max(p.maxStart, r.Start)
+		}
+		p.pend = append(p.pend, *r)
+		pending++
+	}
+	s.pendingRows.Store(pending)
+	s.last = p
+	if dropped > 0 {
+		s.dropRows(dropped, p)
+	}
+	if now.Sub(s.lastWriteout) >= s.cfg.Writeout {
+		_ = s.flushLocked(now.Add(s.cfg.CloseTimeout), false)
+	}
+	return nil
+}
+
+// part returns partition k's writer state, making room first when the
+// writer holds Config.MaxPartitions partitions.
+func (s *Store) part(k partKey, now time.Time) *wpart {
+	s.clock++
+	p := s.parts[k]
+	if p == nil {
+		for len(s.parts) >= s.cfg.MaxPartitions {
+			s.evict(now)
+		}
+		p = &wpart{key: k, dir: filepath.Join(s.dir, escapeIface(k.iface), dayName(k.day))}
+		s.parts[k] = p
+	}
+	p.used = s.clock
+	return p
+}
+
+// evict writes out and releases the least recently written partition;
+// rows it cannot write now (writes failing) are dropped and counted.
+func (s *Store) evict(now time.Time) {
+	var lru *wpart
+	for _, p := range s.parts {
+		if lru == nil || p.used < lru.used {
+			lru = p
+		}
+	}
+	_ = s.writeout(lru, now, false)
+	if n := len(lru.pend); n > 0 {
+		s.pendingRows.Add(-int64(n))
+		lru.pend = nil
+		s.dropRows(int64(n), lru)
+	}
+	s.closePart(lru)
+	delete(s.parts, lru.key)
+	if s.last == lru {
+		s.last = nil
+	}
+}
+
+// relieve writes out the largest partitions until the buffered rows are
+// a quarter below Config.MaxPendingRows, or a writeout fails.
+func (s *Store) relieve(now time.Time) {
+	target := int64(s.cfg.MaxPendingRows - s.cfg.MaxPendingRows/4)
+	for s.pendingRows.Load() > target {
+		var big *wpart
+		for _, p := range s.parts {
+			if big == nil || len(p.pend) > len(big.pend) {
+				big = p
+			}
+		}
+		if big == nil || len(big.pend) == 0 || s.writeout(big, now, false) != nil {
+			return
+		}
+	}
+}
+
+// flushLocked writes out every partition's buffered rows, releases the
+// partitions idle since the last periodic writeout and enforces
+// retention. It stops at deadline, and at the first failure that holds
+// every partition (disk full): the rest stay buffered. force tries
+// partitions even when their failure's retry is not due.
+func (s *Store) flushLocked(deadline time.Time, force bool) error {
+	now := time.Now()
+	var first error
+	failed, stopped := 0, false
+	for k, p := range s.parts {
+		if len(p.pend) > 0 {
+			if stopped {
+				continue
+			}
+			if s.abandoned.Load() || time.Now().After(deadline) {
+				stopped = true
+				first = errors.Join(first, fmt.Errorf("%w: writing stopped at its deadline with records still buffered", ErrTimeout))
+				continue
+			}
+			if err := s.writeout(p, now, force); err != nil && !errors.Is(err, errBackoff) {
+				failed++
+				if first == nil {
+					first = err
+				}
+				stopped = diskWide(reasonOf(err)) || errors.Is(err, errAbandoned)
+			}
+			continue
+		}
+		if !p.written { // idle since the last writeout: release it
+			s.closePart(p)
+			delete(s.parts, k)
+			if s.last == p {
+				s.last = nil
+			}
+		}
+		p.written = false
+	}
+	s.lastWriteout = now
+	if failed > 1 {
+		first = fmt.Errorf("%w (and %d more partitions failed)", first, failed-1)
+	}
+	if (s.cfg.Retention > 0 || s.cfg.MaxSize > 0) && !stopped {
+		if _, err := s.pruneLocked(now); err != nil {
+			first = errors.Join(first, err)
+		}
+	}
+	return first
+}
+
+// errBackoff means a writeout was not tried: an earlier one failed and
+// its retry is not due.
+var errBackoff = errors.New("store: waiting to retry a failed write")
+
+// errAbandoned means Close gave up on this writeout (counted as lost).
+var errAbandoned = errors.New("store: write abandoned by Close")
+
+// writeout appends p's buffered rows as blocks and commits the index;
+// unless force, not while a failure's retry is not due. A failure keeps
+// the rows buffered and is counted and said (failure.go).
+func (s *Store) writeout(p *wpart, now time.Time, force bool) error {
+	if len(p.pend) == 0 {
+		return nil
+	}
+	if !force && !s.canWrite(p, now) {
+		return errBackoff
+	}
+	n := len(p.pend)
+	if err := s.appendBlocks(p); err != nil {
+		if !errors.Is(err, errAbandoned) {
+			s.writeFailed(p, err, now)
+		}
+		return err
+	}
+	s.pendingRows.Add(-int64(n))
+	if cap(p.pend) > 1<<16 {
+		p.pend = nil // a burst's buffer goes back to the heap
+	} else {
+		p.pend = p.pend[:0]
+	}
+	s.writeOK(p, now)
+	return nil
+}
+
+// inject returns the error a test injected for op on path, if any.
+func (s *Store) inject(op, path string) error {
+	if s.fault == nil {
+		return nil
+	}
+	return s.fault(op, path)
+}
+
+// openPart opens p's directory, data file and committed index, cutting off
+// any uncommitted tail a crash left behind, and any index entries past the
+// end of the file (counted and said: their rows are lost).
+func (s *Store) openPart(p *wpart) error {
+	sync := !s.cfg.NoSync
+	for s.nOpen >= maxOpenFiles {
+		var lru *wpart
+		for _, q := range s.parts {
+			if q.f != nil && (lru == nil || q.used < lru.used) {
+				lru = q
+			}
+		}
+		s.closePart(lru)
+	}
+	if err := s.inject("open", p.dir); err != nil {
+		return err
+	}
+	id, err := s.root.sub(escapeIface(p.key.iface), true, s.dirPerm, sync)
+	if err != nil {
+		return err
+	}
+	d, err := id.sub(dayName(p.key.day), true, s.dirPerm, sync)
+	id.close()
+	if err != nil {
+		return err
+	}
+	x, gaps, err := readIndex(d)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		x = &index{epoch: newEpoch()}
+	case errors.Is(err, errBadIndex):
+		s.badIndex(p.dir, x, gaps)
+	case err != nil:
+		d.close()
+		return err
+	}
+	x.iface = p.key.iface
+	f, err := d.open(dataName, os.O_RDWR|os.O_CREATE, s.fPerm)
+	if err != nil {
+		d.close()
+		return err
+	}
+	st, err := f.Stat()
+	if err == nil && links(st) > 1 {
+		err = fmt.Errorf("%s has %d hard links: not a file the store made; move it away", f.Name(), links(st))
+	}
+	if err == nil && st.Size() < x.dataLen {
+		x, err = s.cutPastEnd(d, p.dir, x, st.Size())
+	}
+	if err == nil && st.Size() != x.dataLen {
+		err = f.Truncate(x.dataLen)
+	}
+	if err != nil {
+		f.Close()
+		d.close()
+		return err
+	}
+	p.d, p.f, p.idx = d, f, x
+	s.nOpen++
+	return nil
+}
+
+// badIndex counts and says an index rebuilt by scanning.
+func (s *Store) badIndex(dir string, x *index, gaps []gap) {
+	if !s.markOnce(dir, -1) {
+		return
+	}
+	s.corruptIndexes.Add(1)
+	rows := 0
+	for _, e := range x.entries {
+		rows += e.rows
+	}
+	s.warn(fmt.Sprintf("index of %s failed its checksum; rebuilt from the %d intact blocks (%s records) of the data file", safePath(dir), len(x.entries), commas(int64(rows))))
+	for _, g := range gaps {
+		s.markCorrupt(dir, g.off, g.end-g.off, -1, g.why)
+	}
+}
+
+// cutPastEnd drops the index entries of blocks that end past the data
+// file's size (a file cut short: their rows are lost, said and counted)
+// and commits the shorter index.
+func (s *Store) cutPastEnd(d *dirH, dir string, x *index, size int64) (*index, error) {
+	nx := &index{epoch: newEpoch(), gen: x.gen + 1, iface: x.iface}
+	for _, e := range x.entries {
+		if e.off+int64(e.blockLen) <= size {
+			nx.entries = append(nx.entries, e)
+			nx.dataLen = e.off + int64(e.blockLen)
+			continue
+		}
+		s.markCorrupt(dir, e.off, int64(e.blockLen), e.rows, fmt.Sprintf("past the end of the file (%d bytes): cut off", size))
+	}
+	if _, err := writeIndex(d, nx, !s.cfg.NoSync, s.fPerm); err != nil {
+		return nil, err
+	}
+	return nx, nil
+}
+
+// closePart releases p's files (its buffered rows stay).
+func (s *Store) closePart(p *wpart) {
+	if p.f != nil {
+		p.f.Close()
+		p.d.close()
+		p.f, p.d = nil, nil
+		s.nOpen--
+	}
+	p.idx = nil
+}
+
+// appendBlocks writes p's buffered rows as one block (more when their
+// strings would make a column too large to read back), fsyncs, and
+// commits the index.
+func (s *Store) appendBlocks(p *wpart) error {
+	if p.f == nil {
+		if err := s.openPart(p); err != nil {
+			return err
+		}
+	}
+	x := p.idx
+	nx := &index{epoch: x.epoch, gen: x.gen + 1, dataLen: x.dataLen, iface: x.iface}
+	nx.entries = x.entries[:len(x.entries):len(x.entries)]
+	rows := s.prepare(p.pend)
+	var err error
+	var wrote int64
+	for len(rows) > 0 && err == nil {
+		k := blockCut(rows)
+		var h *blockHeader
+		s.buf, h = s.benc.encode(s.buf[:0], rows[:k])
+		rows = rows[k:]
+		s.encodeWarnings(p.dir)
+		if err = s.inject("write", p.f.Name()); err == nil {
+			_, err = p.f.WriteAt(s.buf, nx.dataLen)
+		}
+		nx.entries = append(nx.entries, indexEntryT{off: nx.dataLen, blockLen: h.blockLen, headerLen: h.headerLen,
+			rows: h.rows, minStart: h.minStart, maxEnd: h.maxEnd})
+		nx.dataLen += int64(len(s.buf))
+		wrote += int64(len(s.buf))
+	}
+	if err == nil && !s.cfg.NoSync {
+		if err = s.inject("sync", p.f.Name()); err == nil {
+			err = p.f.Sync()
+		}
+	}
+	var isz int
+	if err == nil {
+		if err = s.inject("index", p.dir); err == nil {
+			isz, err = writeIndex(p.d, nx, !s.cfg.NoSync, s.fPerm)
+		}
+	}
+	if s.abandoned.Load() {
+		return errAbandoned // counted as lost by Close already
+	}
+	if err != nil {
+		s.closePart(p) // reopening truncates to the committed length
+		return err
+	}
+	oldIdx := 0
+	if x.gen > 0 {
+		oldIdx = len(x.marshal())
+	}
+	p.idx = nx
+	p.written = true
+	s.blocksWritten.Add(int64(len(nx.entries) - len(x.entries)))
+	s.rowsWritten.Add(int64(len(p.pend)))
+	s.bytesWritten.Add(wrote)
+	s.bytesOnDisk.Add(wrote + int64(isz-oldIdx))
+	return nil
+}
+
+// encodeWarnings says what the last encode had to cut.
+func (s *Store) encodeWarnings(dir string) {
+	if s.benc.cut > 0 {
+		s.warn(fmt.Sprintf("%s: %d drop reasons longer than %d bytes were cut", dir, s.benc.cut, maxStrLen))
+	}
+	if s.benc.cutEnr > 0 {
+		s.warn(fmt.Sprintf("%s: %d workload or service strings longer than %d bytes were cut", dir, s.benc.cutEnr, maxLongStr))
+	}
+	if s.benc.cutRule > 0 {
+		s.warn(fmt.Sprintf("%s: %d rules longer than %d bytes were cut", dir, s.benc.cutRule, maxStrLen))
+	}
+}
+
+// blockCut returns how many of rows go in one block: all of them unless
+// a workload or service string column would pass maxColRaw (readers
+// refuse a larger column).
+func blockCut(rows []flow.Record) int {
+	var sum [3][3]int64 // src workload, dst workload, service: three strings each
+	const per = 8       // a row's index bytes and an entry's length, at most
+	for i := range rows {
+		r := &rows[i]
+		if r.SrcWorkload == nil && r.DstWorkload == nil && r.Service == nil {
+			continue
+		}
+		var l [3][3]int
+		if w := r.SrcWorkload; w != nil {
+			l[0] = [3]int{len(w.Name), len(w.Namespace), len(w.Node)}
+		}
+		if w := r.DstWorkload; w != nil {
+			l[1] = [3]int{len(w.Name), len(w.Namespace), len(w.Node)}
+		}
+		if v := r.Service; v != nil {
+			l[2] = [3]int{len(v.Name), len(v.Backends), len(v.Group)}
+		}
+		for a := range l {
+			for b := range l[a] {
+				sum[a][b] += int64(min(l[a][b], maxLongStr)) + per
+				if sum[a][b] > maxColRaw-1024 {
+					return max(i, 1)
+				}
+			}
+		}
+	}
+	return len(rows)
+}
