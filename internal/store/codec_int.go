@@ -416,7 +416,10 @@ func decodeInts[T integer](d *intDecoder, enc uint8, st []byte, n int, dst []T) 
 		size := int(binary.LittleEndian.Uint32(st[1:5]))
 		vw := int(st[5])
 		base := binary.LittleEndian.Uint64(st[6:14])
-		if iw > 4 || vw > 8 || size > 1<<24 || len(st)-14 != size*vw+n*iw {
+		// A dictionary holds the distinct values of n rows: more entries
+		// than rows (or than one with no value bytes) is corrupt, so the
+		// allocation is bounded by n, never by the size field.
+		if iw > 4 || vw > 8 || size > n || (vw == 0 && size > 1) || (size == 0 && n > 0) || len(st)-14 != size*vw+n*iw {
 			return dst, errBadStream
 		}
 		dv := slices.Grow(d.dict[:0], size)[:size]

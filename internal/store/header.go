@@ -31,6 +31,11 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	if len(b) < fixedHeader || string(b[:4]) != blockMagic {
 		return nil, errCorruptBlock
 	}
+	// The header CRC first: a damaged header costs no allocation.
+	if hl := int64(binary.LittleEndian.Uint32(b[8:12])); verify && (hl < fixedHeader+4 || hl > int64(len(b)) ||
+		crc32.Checksum(b[:hl-4], castagnoli) != binary.LittleEndian.Uint32(b[hl-4:hl])) {
+		return nil, errCorruptBlock
+	}
 	h := &blockHeader{
 		blockLen:  int(binary.LittleEndian.Uint32(b[4:8])),
 		headerLen: int(binary.LittleEndian.Uint32(b[8:12])),
@@ -63,9 +68,6 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || (ver < 4 && h.omit != 0) ||
 		h.omit&(1<<firstSparse-1) != 0 || h.omit>>uint(h.ncols) != 0 || ndir < 0 || hl < fixedHeader+ndir*dirEntry+4 ||
 		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
-		return nil, errCorruptBlock
-	}
-	if verify && crc32.Checksum(b[:hl-4], castagnoli) != binary.LittleEndian.Uint32(b[hl-4:hl]) {
 		return nil, errCorruptBlock
 	}
 	p := b[fixedHeader:]

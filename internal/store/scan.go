@@ -23,6 +23,7 @@ type scanner struct {
 	buf    []byte
 	chunk  []byte
 	cols   Columns
+	dec    *decoder
 }
 
 // gap is a damaged stretch [off, end) of a block file.
@@ -138,11 +139,11 @@ func (sc *scanner) block(off int64) (e indexEntryT, why string) {
 		}
 	}
 	if sc.decode {
-		d := decoderPool.Get().(*decoder)
+		if sc.dec == nil {
+			sc.dec = new(decoder)
+		}
 		sc.cols.reset()
-		err := d.decodeCols(h, sc.buf, 0, ColAll, &sc.cols, false)
-		decoderPool.Put(d)
-		if err != nil {
+		if err := sc.dec.decodeCols(h, sc.buf, 0, ColAll, &sc.cols, false); err != nil {
 			return e, "columns do not decode: " + err.Error()
 		}
 	}
