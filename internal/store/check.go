@@ -135,7 +135,7 @@ func (c *checker) part(pd partDir) error {
 	dataPath, idxPath := pd.path+"/"+dataName, pd.path+"/"+indexName
 	d, err := c.s.openPartDir(pd, false)
 	if err != nil {
-		c.problem(Damage{File: pd.path, Offset: -1, Reason: errText(err)})
+		c.problem(Damage{File: pd.path, Offset: -1, Reason: whyNot(err)})
 		return nil
 	}
 	defer d.close()
@@ -150,7 +150,7 @@ func (c *checker) part(pd partDir) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		c.problem(Damage{File: dataPath, Offset: -1, Reason: errText(err) + " (not repaired)"})
+		c.problem(Damage{File: dataPath, Offset: -1, Reason: whyNot(err)})
 		return nil
 	default:
 		defer f.Close()
@@ -184,7 +184,7 @@ func (c *checker) index(d *dirH) (x *index, why string) {
 		return nil, "missing"
 	}
 	if err != nil {
-		return nil, errText(err)
+		return nil, whyNot(err)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxIndexSize+1))
 	f.Close()
@@ -303,4 +303,12 @@ func (c *checker) repair(pd partDir, d *dirH, f *os.File, x *index, keep []index
 	c.action(fmt.Sprintf("repaired %s: kept %d intact blocks (%s records); cut %s bytes after the last one, freed %s bytes of damaged blocks between them; index %s rebuilt",
 		safePath(pd.path), len(keep), commas(rows), commas(max(size-nx.dataLen, 0)), commas(freed), safePath(idxPath)))
 	return nil
+}
+
+// whyNot says why check could not open a store file or directory.
+func whyNot(err error) string {
+	if errors.Is(err, ErrSymlink) {
+		return "a symbolic link: never followed, not repaired; remove it"
+	}
+	return errText(err) + " (not repaired)"
 }

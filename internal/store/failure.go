@@ -89,8 +89,8 @@ func (s *Store) writeFailed(p *wpart, err error, now time.Time) {
 	r := reasonOf(err)
 	s.writeErrs[r].Add(1)
 	s.fail.lastErr = err
-	held := fmt.Sprintf("holding %s records in memory and retrying; past %s held (%s in one partition) records are dropped and counted",
-		commas(s.pendingRows.Load()), commas(int64(s.cfg.MaxPendingRows)), commas(MaxBlockRows))
+	held := fmt.Sprintf("%s records held, retrying (past %s held, records are dropped and counted)",
+		commas(s.pendingRows.Load()), commas(int64(s.cfg.MaxPendingRows)))
 	if diskWide(r) {
 		if !s.fail.active {
 			s.fail = failState{active: true, cause: -1, since: now, dropped0: s.droppedRows.Load()}

@@ -30,7 +30,7 @@ var (
 	ErrPruned = errors.New("store: block pruned by retention since it was listed")
 	// ErrSymlink marks a symbolic link where a store file or directory
 	// goes: the store never follows one (its target is never touched).
-	ErrSymlink = errors.New("store: symbolic link in the data directory (never followed; remove it)")
+	ErrSymlink = errors.New("store: a symbolic link where a store file goes (never followed: remove it)")
 	// ErrTimeout means Flush or Close gave up waiting for the file
 	// system (Config.CloseTimeout).
 	ErrTimeout = errors.New("store: the file system did not respond in time")
@@ -358,7 +358,7 @@ func (s *Store) Close() error {
 		s.closed = true
 		err := s.flushLocked(deadline, true)
 		if n := s.pendingRows.Load(); n > 0 && !s.abandoned.Load() {
-			s.dropPending(fmt.Sprintf("closing: %s records could not be written (%v) and are lost", commas(n), s.fail.lastErr))
+			s.dropPending(fmt.Sprintf("closing: %s records could not be written (%s) and are lost", commas(n), errText(s.fail.lastErr)))
 		}
 		for _, p := range s.parts {
 			s.closePart(p)

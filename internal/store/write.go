@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -140,19 +141,36 @@ func (s *Store) evict(now time.Time) {
 	}
 }
 
-// relieve writes out the largest partitions until the buffered rows are
-// a quarter below Config.MaxPendingRows, or a writeout fails.
+// relieve brings the buffered rows a quarter below
+// Config.MaxPendingRows: it writes out the largest partitions first, and
+// when what is left is held by partitions whose own writes fail (a link
+// where their directory goes, say) it drops their rows, counted, so that
+// they do not take the buffer from partitions that can be written.
 func (s *Store) relieve(now time.Time) {
 	target := int64(s.cfg.MaxPendingRows - s.cfg.MaxPendingRows/4)
-	for s.pendingRows.Load() > target {
-		var big *wpart
-		for _, p := range s.parts {
-			if big == nil || len(p.pend) > len(big.pend) {
-				big = p
-			}
+	big := make([]*wpart, 0, len(s.parts))
+	for _, p := range s.parts {
+		if len(p.pend) > 0 {
+			big = append(big, p)
 		}
-		if big == nil || len(big.pend) == 0 || s.writeout(big, now, false) != nil {
+	}
+	slices.SortFunc(big, func(a, b *wpart) int { return len(b.pend) - len(a.pend) })
+	for _, p := range big {
+		if s.pendingRows.Load() <= target {
 			return
+		}
+		if err := s.writeout(p, now, false); err != nil && s.fail.active {
+			return // the disk: nothing else can be written either
+		}
+	}
+	for _, p := range big {
+		if s.pendingRows.Load() <= target || s.fail.active {
+			return
+		}
+		if n := len(p.pend); n > 0 && p.cause != "" {
+			s.pendingRows.Add(-int64(n))
+			p.pend = nil
+			s.dropRows(int64(n), p)
 		}
 	}
 }
