@@ -38,6 +38,7 @@ func commands() []command {
 		{"serve", "the web console and HTTP API v1 over a flow store (docs/api.md)", runServeCmd},
 		{"services", "the service model compiled to datapath rows: explain a VIP", runServices},
 		{"clickhouse", "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka (setup)", runClickhouse},
+		{"store", "maintain the flow store: check (and repair) every block and index", runStore},
 		{"bench", "benchmark tools: a flow store of generated records (gendb), the OVN load-balancer stress (lbstress)", runBench},
 		{"version", "print weir's version and build information", runVersion},
 	}

@@ -231,9 +231,9 @@ when the result has any or is sorted by them.`, queryExamples)
 		fmt.Fprintf(stderr, "weir query: %v\n", err)
 		return exitFailure
 	}
-	if res.Stats.BlocksCorrupt > 0 {
-		fmt.Fprintf(stderr, "weir query: %d corrupt blocks were skipped; the answer leaves out their records\n", res.Stats.BlocksCorrupt)
-		for _, w := range st.Stats().Warnings {
+	if ss := st.Stats(); res.Stats.BlocksCorrupt > 0 || ss.CorruptBlocks > 0 || ss.CorruptIndexes > 0 {
+		fmt.Fprintf(stderr, "weir query: %d damaged blocks were skipped; the answer leaves out their records ('weir store check' lists them)\n", max(res.Stats.BlocksCorrupt, int(ss.CorruptBlocks)))
+		for _, w := range ss.Warnings {
 			fmt.Fprintf(stderr, "weir query: %s\n", w)
 		}
 	}
@@ -342,6 +342,12 @@ func listStore(st *store.Store, only listFlag, format query.Format, w, stderr io
 	if err != nil {
 		fmt.Fprintf(stderr, "weir query: %v\n", err)
 		return exitFailure
+	}
+	if ss := st.Stats(); ss.CorruptBlocks > 0 || ss.CorruptIndexes > 0 {
+		fmt.Fprintf(stderr, "weir query: %d damaged blocks are left out of the list ('weir store check' lists them)\n", ss.CorruptBlocks)
+		for _, w := range ss.Warnings {
+			fmt.Fprintf(stderr, "weir query: %s\n", w)
+		}
 	}
 	return exitOK
 }

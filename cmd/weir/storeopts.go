@@ -75,14 +75,19 @@ type storeOpts struct {
 	maxSize   bytesFlag
 	writeout  time.Duration
 	precision time.Duration
+	mode      string
+	// log receives the store's messages as they happen (damage, write
+	// errors, dropped records), one line each; nil means os.Stderr.
+	log io.Writer
 }
 
 func (o *storeOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data)")
-	fs.Var(&o.retention, "retention", "delete stored days older than this `age` (30d, 12h; 0 keeps everything)")
-	fs.Var(&o.maxSize, "max-size", "delete the oldest stored days while the store is larger than this `size` (20GiB; 0: no limit)")
+	fs.Var(&o.retention, "retention", "delete stored blocks whose records all ended longer ago than this `age` (30d, 12h; 0 keeps everything)")
+	fs.Var(&o.maxSize, "max-size", "delete the oldest stored blocks while the store takes more disk than this `size` (20GiB; 0: no limit)")
 	fs.DurationVar(&o.writeout, "writeout", store.DefaultWriteout, "write buffered records to the store this often (and at exit)")
 	fs.DurationVar(&o.precision, "time-precision", store.DefaultTimePrecision, "store start and end times at this resolution (start rounded down, end up; 1ns keeps them exact); counts are always exact")
+	fs.StringVar(&o.mode, "store-mode", "private", "who may read the store's files: private (directories 0700, files 0600) or group (0750, 0640: for 'weir query' as members of the data directory's group); the umask applies too")
 }
 
 // open opens the store, or returns nil when disabled. A directory held by
@@ -97,8 +102,21 @@ func (o *storeOpts) open() (*store.Store, error) {
 	if o.precision <= 0 || o.precision > time.Hour {
 		return nil, errUsage("--time-precision must be within 1ns..1h")
 	}
-	s, err := store.Open(store.Config{Dir: o.dir, Writeout: o.writeout,
-		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize), TimePrecision: o.precision})
+	var mode store.Mode
+	switch o.mode {
+	case "private":
+	case "group":
+		mode = store.ModeGroup
+	default:
+		return nil, errUsage(fmt.Sprintf("--store-mode %q: use private or group", o.mode))
+	}
+	log := o.log
+	if log == nil {
+		log = os.Stderr
+	}
+	s, err := store.Open(store.Config{Dir: o.dir, Writeout: o.writeout, Mode: mode,
+		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize), TimePrecision: o.precision,
+		Log: func(msg string) { fmt.Fprintf(log, "store: %s\n", msg) }})
 	if errors.Is(err, store.ErrLocked) {
 		return nil, fmt.Errorf("--data-dir %s: another weir capture is writing there; give this one another --data-dir, or 'off'", o.dir)
 	}
@@ -110,13 +128,27 @@ type errUsage string
 
 func (e errUsage) Error() string { return string(e) }
 
-// printStoreStats says what went to the store, at exit.
+// printStoreStats says what went to the store, at exit (its problems were
+// said as they happened).
 func printStoreStats(w io.Writer, s *store.Store, dir string) {
 	st := s.Stats()
-	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped\n",
+	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped",
 		st.RowsWritten, st.BlocksWritten, stdout.Bytes(uint64(st.BytesWritten)), dir, stdout.Bytes(uint64(st.BytesOnDisk)),
 		st.CorruptBlocks, st.DroppedRows)
-	for _, msg := range st.Warnings {
-		fmt.Fprintf(w, "store: %s\n", msg)
+	var errs int64
+	for _, n := range st.WriteErrors {
+		errs += n
 	}
+	if errs > 0 {
+		fmt.Fprintf(w, ", %d failed writes", errs)
+		for _, r := range store.WriteErrorReasons {
+			if n := st.WriteErrors[r]; n > 0 {
+				fmt.Fprintf(w, " (%s %d)", r, n)
+			}
+		}
+	}
+	if st.PrunedBlocks > 0 {
+		fmt.Fprintf(w, "; retention deleted %d blocks (%d records)", st.PrunedBlocks, st.PrunedRows)
+	}
+	fmt.Fprintln(w)
 }

@@ -185,11 +185,13 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	}
 	if s != nil && blocks == nil {
 		var err error
-		if blocks, err = s.Blocks(from, to-1, q.Ifaces); err != nil {
+		var damaged []store.Damage
+		if blocks, damaged, err = s.BlocksDamaged(from, to-1, q.Ifaces); err != nil {
 			return nil, err
 		}
+		res.Stats.BlocksCorrupt = len(damaged) // skipped when listing: their records are not in the answer
 	}
-	res.Stats.Blocks = len(blocks)
+	res.Stats.Blocks = len(blocks) + res.Stats.BlocksCorrupt
 	workers := q.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -396,6 +398,9 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 	if err := s.ReadBlock(b, need, &sc.cols); err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			sc.corrupt++
+			return nil
+		}
+		if errors.Is(err, store.ErrPruned) { // retention deleted it since it was listed
 			return nil
 		}
 		return fmt.Errorf("query: %w", err)

@@ -48,8 +48,9 @@ const (
 	// DefaultMaxPendingRows is Config.MaxPendingRows' default: about
 	// 250 MB of buffered records.
 	DefaultMaxPendingRows = MaxBlockRows
-	// DefaultMaxPartitions is Config.MaxPartitions' default.
-	DefaultMaxPartitions = 1024
+	// DefaultMaxPartitions is Config.MaxPartitions' default: far more
+	// interfaces and days than one host writes at once.
+	DefaultMaxPartitions = 16384
 	// DefaultCloseTimeout is Config.CloseTimeout's default.
 	DefaultCloseTimeout = 4 * time.Second
 	maxWarnings         = 16
@@ -108,9 +109,11 @@ type Config struct {
 	// partitions are written out; while writes fail, what exceeds it is
 	// dropped and counted (Stats.DroppedRows).
 	MaxPendingRows int
-	// MaxPartitions bounds the partitions the writer holds at once
-	// (buffered rows, files; DefaultMaxPartitions when 0): beyond it the
-	// least recently written one is written out and released.
+	// MaxPartitions bounds the partitions the writer buffers rows for at
+	// once (DefaultMaxPartitions when 0): beyond it the least recently
+	// written one is written out, as a small block, and released. Open
+	// files are bounded on their own: the writer keeps at most 128
+	// partitions' files open, closing the least recently written.
 	MaxPartitions int
 	// CloseTimeout bounds Flush and Close (DefaultCloseTimeout when 0):
 	// what they could not write by then is counted as dropped.

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// runStore is 'weir store': maintenance of the flow store.
+func runStore(args []string, stdout_, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
+		w, code := stderr, exitUsage
+		if len(args) > 0 {
+			w, code = stdout_, exitOK
+		}
+		fmt.Fprint(w, `Usage:
+  weir store check [--repair] [--data-dir DIR]   verify every block and index of the flow store; --repair fixes it
+`)
+		return code
+	}
+	if args[0] == "check" {
+		return runStoreCheck(args[1:], stdout_, stderr)
+	}
+	fmt.Fprintf(stderr, "weir store: unknown command %q (check)\n", args[0])
+	return exitUsage
+}
+
+func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
+	var dir string
+	var repair bool
+	fs := newFlagSet("store check", "weir store check [--repair] [--data-dir DIR]",
+		`Verify the flow store: every block's header and column checksums, that
+every column decodes, and every index against its block file (which is
+scanned on its own, so damage the index does not know of is found too).
+One line per problem (file, offset, size, what is wrong, the records
+lost), then a summary. The exit status is 1 when anything is damaged, 0
+when the store is sound.
+
+With --repair each damaged partition gets an index rebuilt from its intact
+blocks (every one, also those after a damaged block) and its block file is
+cut after the last of them; each repair is said. Repairing needs the store
+to itself: it refuses while a capture writes there (a check without
+--repair runs beside one).`, `  weir store check
+  weir store check --data-dir /var/lib/weir --repair
+`)
+	fs.StringVar(&dir, "data-dir", defaultDataDir(), "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
+	fs.StringVar(&dir, "d", defaultDataDir(), "short for --data-dir")
+	fs.BoolVar(&repair, "repair", false, "repair what is damaged (needs the store to itself)")
+	if done, code := parseFlags(fs, args, stdout_, stderr); done {
+		return code
+	}
+	rep, err := store.Check(dir, store.CheckOptions{
+		Repair:  repair,
+		Problem: func(d store.Damage) { fmt.Fprintf(stdout_, "damaged: %s\n", d) },
+		Action:  func(a string) { fmt.Fprintf(stdout_, "repaired: %s\n", a) },
+	})
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		fmt.Fprintf(stderr, "weir store check: a capture is writing to %s: stop it to --repair (a check without --repair runs beside it)\n", dir)
+		return exitFailure
+	case errors.Is(err, os.ErrNotExist):
+		fmt.Fprintf(stderr, "weir store check: no flow store at %s: point --data-dir at one\n", dir)
+		return exitFailure
+	case err != nil:
+		fmt.Fprintf(stderr, "weir store check: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintf(stdout_, "%d partitions: %s blocks intact (%s records)", rep.Partitions, count(int64(rep.Blocks)), count(rep.Rows))
+	if !rep.Clean() {
+		fmt.Fprintf(stdout_, "; %s blocks damaged (%s records lost", count(int64(rep.DamagedBlocks)), count(rep.DamagedRows))
+		if rep.UnknownRows > 0 {
+			fmt.Fprintf(stdout_, ", and those of %d stretches no index lists", rep.UnknownRows)
+		}
+		fmt.Fprintf(stdout_, "), %d indexes damaged, %d files with bytes after their last block; %d problems", rep.BadIndexes, rep.Tails, len(rep.Problems))
+	}
+	fmt.Fprintln(stdout_)
+	if rep.WriterRunning {
+		fmt.Fprintln(stdout_, "a capture was writing meanwhile: what it appended or pruned during the check may show as damage; check again once it stops")
+	}
+	if rep.Clean() {
+		return exitOK
+	}
+	if repair {
+		fmt.Fprintf(stdout_, "%d partitions repaired\n", rep.Repaired)
+	} else {
+		fmt.Fprintf(stdout_, "run 'weir store check --repair --data-dir %s' (with no capture writing there) to repair\n", dir)
+	}
+	return exitFailure
+}
+
+// count formats n with thousands separators.
+func count(n int64) string {
+	s := fmt.Sprint(n)
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
