@@ -13,8 +13,20 @@
 // [A-Za-z0-9_-] (and a leading '.') become %XX, so "../x" or "a/b" can never
 // leave DIR; names escaping to more than 128 bytes are cut and suffixed with
 // a hash. The real name is kept in the index. The day is the UTC day of each
-// row's Start. Names starting with '.' are temporary (deleted partitions,
-// index temps) and ignored by readers.
+// row's Start. Names starting with '.' are temporary (deleted partitions
+// ".del-*", partitions being rewritten ".cmp-<day>", index temps) and
+// ignored by readers.
+//
+// Directories are created 0700 and files 0600 (Config.Mode ModeGroup:
+// 0750 and 0640; the umask applies on top); Open warns when DIR lets
+// others in. Below DIR nothing is opened by path: every directory and
+// file is opened relative to its parent's descriptor with O_NOFOLLOW
+// (openat, mkdirat, renameat, unlinkat), so a symbolic link where a store
+// file or directory goes is an error naming it (ErrSymlink: writes to that
+// partition fail and are counted, readers skip it, check reports it) and
+// its target is never opened, truncated or written. An index temp is
+// unlinked and created O_EXCL; a block file with a second hard link is
+// refused. DIR itself is the operator's path and may be a link.
 //
 // # Rows and times
 //
@@ -28,6 +40,47 @@
 // 64 bytes, with a warning), and the workload and service strings of up
 // to 4096 bytes (likewise). A workload or service whose strings are all
 // "" reads back as nil (unknown).
+//
+// # Writeouts and their bounds
+//
+// Rows are buffered per partition and become one block per partition at
+// each writeout (Config.Writeout, and at Flush and Close); a partition is
+// also written out on its own at MaxBlockRows rows, or once it holds
+// 16,384 rows whose Start times span Writeout (a day replayed from a file
+// still gets time-ordered blocks, while Start times an exporter sets at
+// random cannot cut blocks of a few rows). At Config.MaxPendingRows rows
+// buffered in all, the largest partitions are written out first. The
+// writer holds at most Config.MaxPartitions partitions (the least
+// recently written is written out and released) and keeps the files of
+// at most 128 open.
+//
+// A writeout that fails (disk full, quota, read-only, I/O error, a link)
+// leaves its rows buffered and is retried after a backoff (0.5 s doubling
+// to 5 s); a failure of the disk holds every partition, any other only
+// its own. Each cause is said once through Config.Log and counted by
+// reason (Stats.WriteErrors, weir_store_write_errors_total), and its end
+// is said with what was dropped meanwhile. While writes fail, rows past
+// MaxBlockRows in a partition or MaxPendingRows in all are dropped and
+// counted (Stats.DroppedRows): every row given to Write is written,
+// buffered, or counted as dropped. Flush and Close return within
+// Config.CloseTimeout (4 s) in every state, a write stuck in the kernel
+// included; what Close could not write by then is counted as dropped.
+//
+// # Retention
+//
+// The unit of retention is the block. Config.Retention deletes the blocks
+// whose rows all ended before now minus Retention; Config.MaxSize then
+// deletes the oldest blocks (by their last End) until the disk space of
+// the store's files is at most MaxSize, so a store of one day keeps as
+// much of it as the bound allows (to within one block). A partition
+// keeps its other blocks: its index is rewritten without the pruned ones
+// (a new epoch, so readers reload it), then their bytes are freed by
+// punching holes (FALLOC_FL_PUNCH_HOLE, Linux; the offsets of the others
+// stay valid) or, where that is not supported, by writing the kept blocks
+// into ".cmp-<day>", fsyncing it, and swapping it in by two renames (Open
+// finishes a swap a crash interrupted). A partition left without blocks
+// is renamed to a dot-name and deleted. A reader that meets a block pruned
+// since it listed it gets ErrPruned, not damage.
 //
 // # FORMAT
 //
@@ -126,10 +179,17 @@
 //
 // The index file is
 //
-//	"WIX1", u32 version (1), u64 epoch (random per partition), u64 generation,
-//	u64 committed data length, u16 iface name length, name, u32 entries,
-//	entries × {u64 offset, u32 block length, u32 header length, u32 rows,
-//	u32 reserved, i64 min Start, i64 max End}, u32 CRC32C of all before it.
+//	"WIX1", u32 version (1 or 2), u64 epoch (random per partition, new
+//	whenever blocks are removed), u64 generation, u64 committed data
+//	length, u16 iface name length, name, u32 entries, entries × {u64
+//	offset, u32 block length, u32 header length, u32 rows, u32 reserved,
+//	i64 min Start, i64 max End}, u32 CRC32C of all before it.
+//
+// Version 1 lists blocks back to back from offset 0; version 2, written
+// only when needed, lets the first start later and leaves gaps (pruned
+// blocks, damage a repair left in place), entries still ascending and
+// not overlapping. The committed data length is the end of the last
+// block.
 //
 // # Safety
 //
@@ -137,7 +197,23 @@
 // index to a temp file, fsyncs it, renames it over the index and fsyncs the
 // directory. Readers use only blocks listed in the index they loaded, so they
 // never see a block in flight; the writer truncates uncommitted tails when it
-// reopens a partition. A block whose header or column CRC fails, or that is
-// truncated, is skipped and counted (Stats.CorruptBlocks); an index that fails
-// its CRC is rebuilt by scanning the data file for intact blocks.
+// reopens a partition.
+//
+// Damage is never silent. A block whose header fails its CRC or does not
+// match its index entry, or that lies past the end of its (cut) file, is
+// skipped when listing; one whose columns fail their CRCs or do not decode
+// is skipped when read. Each is counted once (Stats.CorruptBlocks) and said
+// with its file, offset, size and the records lost, from the index
+// (Stats.Warnings, Config.Log; BlocksDamaged returns those of a listing).
+// An index that fails its CRC is rebuilt by scanning the data file, which
+// resynchronises on the next verified block after a damaged stretch, so
+// the good blocks after damage are kept. Open says what the indexes show
+// (a damaged index, blocks past the end of a file), and the writer drops
+// such entries before it appends, so it never extends a cut file with
+// zeros. Check ('weir store check') verifies every block (its header and
+// column CRCs, and that every column decodes) and every index against a
+// scan of its file; with Repair it commits an index of the intact blocks
+// and cuts the file after the last of them. Decoding allocates at most
+// what the block's rows need and no column beyond 256 MiB, whatever a
+// header claims.
 package store
