@@ -234,6 +234,11 @@ func (s *Store) refreshOnce(pd partDir, again bool) *readPart {
 		f, err := d.open(dataName, os.O_RDONLY, 0)
 		if err != nil {
 			s.skipLink(dir, err)
+			if errors.Is(err, os.ErrNotExist) { // the index lists blocks of a file that is gone
+				for _, e := range x.entries {
+					s.markCorrupt(dir, e.off, int64(e.blockLen), e.rows, "the block file is missing")
+				}
+			}
 			delete(s.rparts, dir)
 			return nil
 		}
@@ -270,7 +275,7 @@ func (s *Store) refreshOnce(pd partDir, again bool) *readPart {
 			}
 		}
 		if why != "" {
-			bad = append(bad, Damage{File: dir + "/" + dataName, Offset: e.off, Size: int64(e.blockLen), Rows: e.rows, Reason: why})
+			bad = append(bad, Damage{File: filepath.Join(dir, dataName), Offset: e.off, Size: int64(e.blockLen), Rows: e.rows, Reason: why})
 			badSpan = append(badSpan, [2]int64{e.minStart, e.maxEnd})
 			continue
 		}

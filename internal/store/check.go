@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -132,7 +133,7 @@ func (c *checker) action(msg string) {
 // part checks (and repairs) one partition.
 func (c *checker) part(pd partDir) error {
 	c.bad = false
-	dataPath, idxPath := pd.path+"/"+dataName, pd.path+"/"+indexName
+	dataPath, idxPath := filepath.Join(pd.path, dataName), filepath.Join(pd.path, indexName)
 	d, err := c.s.openPartDir(pd, false)
 	if err != nil {
 		c.problem(Damage{File: pd.path, Offset: -1, Reason: whyNot(err)})
@@ -203,7 +204,7 @@ func (c *checker) index(d *dirH) (x *index, why string) {
 // judge compares the index with the blocks the scan found, reports each
 // problem, and returns the blocks a repair keeps.
 func (c *checker) judge(pd partDir, x *index, idxWhy string, blocks []indexEntryT, gaps []gap, size int64) []indexEntryT {
-	dataPath := pd.path + "/" + dataName
+	dataPath := filepath.Join(pd.path, dataName)
 	rep := c.rep
 	gapAt := func(off int64) string {
 		for _, g := range gaps {
@@ -218,7 +219,7 @@ func (c *checker) judge(pd partDir, x *index, idxWhy string, blocks []indexEntry
 			return nil // an empty partition
 		}
 		rep.BadIndexes++
-		c.problem(Damage{File: pd.path + "/" + indexName, Offset: -1, Reason: "index " + idxWhy + fmt.Sprintf("; the data file holds %d intact blocks", len(blocks))})
+		c.problem(Damage{File: filepath.Join(pd.path, indexName), Offset: -1, Reason: "index " + idxWhy + fmt.Sprintf("; the data file holds %d intact blocks", len(blocks))})
 		for _, b := range blocks {
 			rep.Blocks++
 			rep.Rows += int64(b.rows)

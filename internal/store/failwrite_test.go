@@ -237,7 +237,7 @@ func diskFullChild(t *testing.T) {
 	}
 	var l logged
 	dir := filepath.Join(mnt, "store")
-	s, err := Open(Config{Dir: dir, Writeout: time.Hour, MaxPendingRows: 60000, Log: l.log})
+	s, err := Open(Config{Dir: dir, Writeout: time.Hour, MaxPendingRows: 10000, Log: l.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func diskFullChild(t *testing.T) {
 	}
 	buf := make([]byte, 64<<10)
 	filled := 0
-	for filled < 1700<<10 {
+	for filled < 1800<<10 {
 		n, err := fill.Write(buf)
 		filled += n
 		if err != nil {
@@ -259,7 +259,7 @@ func diskFullChild(t *testing.T) {
 	g := newGen(3)
 	var total int64
 	for i := 0; i < 200 && s.Stats().DroppedRows == 0; i++ {
-		recs := g.window(nil, 5000, t0+int64(i)*int64(time.Minute), "eth0")
+		recs := g.window(nil, 2000, t0+int64(i)*int64(time.Minute), "eth0")
 		s.Write(recs)
 		total += int64(len(recs))
 		_ = s.Flush()

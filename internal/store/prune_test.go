@@ -24,15 +24,15 @@ func oneDay(t *testing.T, dir string, blocks, rows int, noPunch bool) *Store {
 	return s
 }
 
-// TestMaxSizeKeepsWhatTheBoundAllows: with one day stored (about 3 MiB in
-// 40 blocks), --max-size 1MiB prunes the oldest blocks, not the day: the
+// TestMaxSizeKeepsWhatTheBoundAllows: with one day stored (about 1.8 MiB
+// in 30 blocks), --max-size 1MiB prunes the oldest blocks, not the day: the
 // store ends at most 1 MiB and within one block of it, the day's newest
 // blocks read back intact, and what is on disk is what the store says.
 // Both ways of freeing: punched holes, and the rewrite swapped in.
 func TestMaxSizeKeepsWhatTheBoundAllows(t *testing.T) {
 	for _, noPunch := range []bool{false, true} {
 		dir := tempDir(t)
-		s := oneDay(t, dir, 40, 5000, noPunch)
+		s := oneDay(t, dir, 30, 4000, noPunch)
 		before, _ := s.Blocks(0, 0, nil)
 		var largest int64
 		for _, b := range before {
@@ -61,7 +61,7 @@ func TestMaxSizeKeepsWhatTheBoundAllows(t *testing.T) {
 		s.Close()
 		r, _ := OpenReadOnly(dir)
 		rows, failed := readAll(t, r)
-		if failed != 0 || len(rows) != 5000*len(after) || r.Stats().CorruptBlocks != 0 {
+		if failed != 0 || len(rows) != 4000*len(after) || r.Stats().CorruptBlocks != 0 {
 			t.Fatalf("noPunch %v: %d rows, %d failed, %q", noPunch, len(rows), failed, r.Stats().Warnings)
 		}
 		if rep, err := Check(dir, CheckOptions{}); err != nil || !rep.Clean() {

@@ -427,6 +427,8 @@ func (s *Store) surveyOnOpen() int64 {
 					size = st.Size()
 				}
 				f.Close()
+			} else if errors.Is(err, os.ErrNotExist) {
+				size = 0 // every block the index lists is gone
 			}
 			for _, e := range x.entries {
 				if size >= 0 && e.off+int64(e.blockLen) > size {

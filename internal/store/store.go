@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -434,7 +435,7 @@ func (s *Store) markCorrupt(dir string, off int64, size int64, rows int, why str
 		return
 	}
 	s.corruptBlocks.Add(1)
-	s.warn(Damage{File: dir + "/" + dataName, Offset: off, Size: size, Rows: rows, Reason: why}.String() +
+	s.warn(Damage{File: filepath.Join(dir, dataName), Offset: off, Size: size, Rows: rows, Reason: why}.String() +
 		"; 'weir store check --repair' removes it")
 }
 

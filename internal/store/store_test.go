@@ -24,6 +24,9 @@ func openT(t testing.TB, cfg Config) *Store {
 	if cfg.Dir == "" {
 		cfg.Dir = tempDir(t)
 	}
+	if cfg.CloseTimeout == 0 {
+		cfg.CloseTimeout = time.Minute // a loaded machine under -race: the bound has its own tests
+	}
 	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
