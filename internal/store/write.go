@@ -75,7 +75,7 @@ func (s *Store) Write(recs []flow.Record) error {
 			_ = s.writeout(p, now, false)
 			pending = s.pendingRows.Load()
 		}
-		if pending >= maxPend {
+		if pending >= maxPend && (!s.fail.active || s.fail.retryDue(now)) { // the disk failing: nothing to try before the retry
 			s.pendingRows.Store(pending)
 			s.relieve(now)
 			pending = s.pendingRows.Load()
