@@ -90,7 +90,7 @@ func TestRandomStartsDoNotFragment(t *testing.T) {
 // written out (small blocks: the price of the bound) and every row is
 // written.
 func TestPartitionBound(t *testing.T) {
-	recs := hostileRows(5000, 50, 9)
+	recs := hostileRows(2000, 50, 9)
 	rpb := rowsPerBlock(t, recs, Config{MaxPartitions: 30}, true)
 	t.Logf("%.1f rows a block", rpb)
 	dir := tempDir(t)
