@@ -157,8 +157,8 @@ func (s *Store) dropPending(msg string) {
 }
 
 // retry tries the buffered rows again once a failure's backoff is due.
-func (s *Store) retry(now time.Time) {
-	_ = s.flushLocked(now.Add(s.cfg.CloseTimeout), false)
+func (s *Store) retry() {
+	_ = s.flushLocked(time.Time{}, false)
 }
 
 // bounded runs fn (Flush's or Close's work, which takes s.mu itself) and

@@ -311,9 +311,9 @@ func (s *Store) ticker() {
 			switch {
 			case s.closed:
 			case now.Sub(s.lastWriteout) >= s.cfg.Writeout:
-				_ = s.flushLocked(now.Add(s.cfg.Writeout), false)
+				_ = s.flushLocked(time.Time{}, false)
 			case s.fail.retryDue(now) && s.pendingRows.Load() > 0:
-				s.retry(now)
+				s.retry()
 			}
 			s.mu.Unlock()
 		}

@@ -98,7 +98,7 @@ func (s *Store) Write(recs []flow.Record) error {
 		s.dropRows(dropped, p)
 	}
 	if now.Sub(s.lastWriteout) >= s.cfg.Writeout {
-		_ = s.flushLocked(now.Add(s.cfg.CloseTimeout), false)
+		_ = s.flushLocked(time.Time{}, false)
 	}
 	return nil
 }
@@ -177,9 +177,10 @@ func (s *Store) relieve(now time.Time) {
 
 // flushLocked writes out every partition's buffered rows, releases the
 // partitions idle since the last periodic writeout and enforces
-// retention. It stops at deadline, and at the first failure that holds
-// every partition (disk full): the rest stay buffered. force tries
-// partitions even when their failure's retry is not due.
+// retention. It stops at deadline (none when zero: the periodic writeout),
+// and at the first failure that holds every partition (disk full): the
+// rest stay buffered. force tries partitions even when their failure's
+// retry is not due.
 func (s *Store) flushLocked(deadline time.Time, force bool) error {
 	now := time.Now()
 	var first error
@@ -189,7 +190,7 @@ func (s *Store) flushLocked(deadline time.Time, force bool) error {
 			if stopped {
 				continue
 			}
-			if s.abandoned.Load() || time.Now().After(deadline) {
+			if s.abandoned.Load() || !deadline.IsZero() && time.Now().After(deadline) {
 				stopped = true
 				first = errors.Join(first, fmt.Errorf("%w: writing stopped at its deadline with records still buffered", ErrTimeout))
 				continue
