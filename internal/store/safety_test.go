@@ -164,6 +164,7 @@ func TestCrashChild(t *testing.T) {
 		fmt.Println("open:", err)
 		os.Exit(3)
 	}
+	fmt.Println("ready") // the parent's kill lands during writes, not during the process's start
 	seq := base
 	for j := 0; ; j++ {
 		iface := []string{"a", "b"}[j%2]
@@ -187,7 +188,7 @@ func TestCrashSafety(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	type span struct{ lo, hi uint64 }
 	var flushed []span
-	deadline := time.Now().Add(25 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for it := 0; it < 100 && time.Now().Before(deadline); it++ {
 		base := uint64(it) * 1_000_000
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
@@ -198,7 +199,7 @@ func TestCrashSafety(t *testing.T) {
 		}
 		var mu sync.Mutex
 		last := base
-		done := make(chan struct{})
+		done, ready := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
 			sc := bufio.NewScanner(out)
@@ -207,11 +208,19 @@ func TestCrashSafety(t *testing.T) {
 					mu.Lock()
 					last = v
 					mu.Unlock()
+				} else if sc.Text() == "ready" {
+					close(ready)
 				} else {
 					t.Errorf("child: %s", sc.Text())
 				}
 			}
 		}()
+		select { // a loaded machine can take long to start a race-enabled child
+		case <-ready:
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the child did not open the store in 30 s")
+		}
 		time.Sleep(time.Duration(5+r.IntN(60)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-done
@@ -249,7 +258,7 @@ func TestCrashSafety(t *testing.T) {
 	for _, sp := range flushed {
 		total += sp.hi - sp.lo
 	}
-	// The 25 s bound stops the loop early on a loaded machine (each
+	// The 60 s bound stops the loop early on a loaded machine (each
 	// iteration reads the whole store again); 20 kills still exercise it.
 	if len(flushed) < 20 || total == 0 {
 		t.Fatalf("only %d kills, %d rows flushed", len(flushed), total)
