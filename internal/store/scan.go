@@ -24,7 +24,25 @@ type scanner struct {
 	chunk  []byte
 	cols   Columns
 	dec    *decoder
+	// spent counts the bytes read; past scanBudget(size) resynchronising
+	// gives up (the rest is one damaged stretch), so a file full of false
+	// block magics cannot make a scan quadratic.
+	spent int64
 }
+
+// scanBudget is what a scan of a size-byte file may read: every byte a
+// few times over (a block's header is read before the block), and room
+// for the false starts of a damaged stretch.
+func scanBudget(size int64) int64 { return 8*size + 64<<20 }
+
+// read is ReadAt, counted against the budget.
+func (sc *scanner) read(b []byte, off int64) (int, error) {
+	sc.spent += int64(len(b))
+	return sc.r.ReadAt(b, off)
+}
+
+// broke reports whether the scan has spent its budget.
+func (sc *scanner) broke() bool { return sc.spent > scanBudget(sc.size) }
 
 // gap is a damaged stretch [off, end) of a block file.
 type gap struct {
@@ -50,6 +68,9 @@ func (sc *scanner) scan() (blocks []indexEntryT, gaps []gap) {
 			continue
 		}
 		next, ne := sc.resync(off + 1)
+		if sc.broke() {
+			why += " (and the scan gave up looking for intact blocks after it: too many false starts)"
+		}
 		gaps = append(gaps, gap{off: off, end: next, why: why})
 		if next >= sc.size {
 			break
@@ -67,8 +88,8 @@ func (sc *scanner) resync(off int64) (int64, indexEntryT) {
 		sc.chunk = make([]byte, scanChunk+len(blockMagic)-1)
 	}
 	chunk := sc.chunk
-	for off < sc.size {
-		n, _ := sc.r.ReadAt(chunk[:min(int64(len(chunk)), sc.size-off)], off)
+	for off < sc.size && !sc.broke() {
+		n, _ := sc.read(chunk[:min(int64(len(chunk)), sc.size-off)], off)
 		if n < len(blockMagic) {
 			break
 		}
@@ -81,6 +102,9 @@ func (sc *scanner) resync(off int64) (int64, indexEntryT) {
 			at := off + int64(i+j)
 			if e, why := sc.block(at); why == "" {
 				return at, e
+			}
+			if sc.broke() {
+				return sc.size, indexEntryT{}
 			}
 			i += j + 1
 		}
@@ -100,7 +124,7 @@ func (sc *scanner) block(off int64) (e indexEntryT, why string) {
 	if left < fixedHeader {
 		return e, fmt.Sprintf("cut off: %d bytes where a block header takes %d", left, fixedHeader)
 	}
-	if _, err := sc.r.ReadAt(fixed[:], off); err != nil && !isEOF(err) {
+	if _, err := sc.read(fixed[:], off); err != nil && !isEOF(err) {
 		return e, "read: " + err.Error()
 	}
 	if string(fixed[:4]) != blockMagic {
@@ -118,15 +142,17 @@ func (sc *scanner) block(off int64) (e indexEntryT, why string) {
 		}
 		return e, "header damaged (length past the end of the file)"
 	}
+	// The header's CRC before the block is read: a false start costs its
+	// header, not the block its length field claims.
+	if !sc.headerCRC(off, hl) {
+		return e, "header checksum mismatch"
+	}
 	sc.buf = slices.Grow(sc.buf[:0], int(bl))[:bl]
-	if n, err := sc.r.ReadAt(sc.buf, off); n < len(sc.buf) {
+	if n, err := sc.read(sc.buf, off); n < len(sc.buf) {
 		return e, fmt.Sprintf("read: %v", err)
 	}
 	h, err := parseHeader(sc.buf, true)
 	if err != nil {
-		if !sc.headerCRC(off, hl) {
-			return e, "header checksum mismatch"
-		}
 		return e, "header damaged (invalid fields)"
 	}
 	for i := range h.cols[:h.ncols] {
@@ -155,13 +181,15 @@ func (sc *scanner) headerCRC(off, hl int64) bool {
 	if hl < fixedHeader+4 || hl > maxHeaderLen {
 		return false
 	}
-	b := make([]byte, hl)
-	if n, _ := sc.r.ReadAt(b, off); int64(n) < hl {
+	sc.buf = slices.Grow(sc.buf[:0], int(hl))[:hl]
+	b := sc.buf
+	if n, _ := sc.read(b, off); int64(n) < hl {
 		return false
 	}
 	return crc32.Checksum(b[:hl-4], castagnoli) == binary.LittleEndian.Uint32(b[hl-4:])
 }
 
 // maxHeaderLen bounds a header read to check its CRC: the directory and
-// four bloom filters of a block of MaxBlockRows rows are well below it.
-const maxHeaderLen = 64 << 20
+// four bloom filters (a byte per distinct value) of a block of
+// MaxBlockRows rows are well below it.
+const maxHeaderLen = 16 << 20
