@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -319,4 +321,23 @@ func TestRepairRefusedWhileWriting(t *testing.T) {
 	if err != nil || !rep.WriterRunning || !rep.Clean() {
 		t.Fatalf("check beside a writer: %v %+v", err, rep)
 	}
+}
+
+// TestScanBounded: a data file full of false block magics, each claiming
+// a large header, is scanned within its read budget (it used to read
+// every candidate's header: quadratic), as one damaged stretch.
+func TestScanBounded(t *testing.T) {
+	var pat [16]byte
+	copy(pat[:], blockMagic)
+	binary.LittleEndian.PutUint32(pat[4:], 1<<21) // block length
+	binary.LittleEndian.PutUint32(pat[8:], 1<<20) // header length
+	data := bytes.Repeat(pat[:], 4<<20/len(pat))
+	sc := scanner{r: bytes.NewReader(data), size: int64(len(data)), decode: true}
+	start := time.Now()
+	blocks, gaps := sc.scan()
+	if len(blocks) != 0 || len(gaps) != 1 || gaps[0].off != 0 || gaps[0].end != int64(len(data)) ||
+		sc.spent > scanBudget(sc.size)+maxHeaderLen || !strings.Contains(gaps[0].why, "gave up") {
+		t.Fatalf("blocks %v, gaps %+v, read %d bytes (budget %d)", blocks, gaps, sc.spent, scanBudget(sc.size))
+	}
+	t.Logf("%d MiB of false starts scanned in %v, %d MiB read", len(data)>>20, time.Since(start), sc.spent>>20)
 }
