@@ -72,7 +72,7 @@ func TestStoreCheck(t *testing.T) {
 		t.Fatalf("repair beside a writer: exit %d: %s", code, errs)
 	}
 	code, out, _ = runCLI("store", "check", "--repair", "-d", dir)
-	if code != exitFailure || !strings.Contains(out, "repaired: repaired "+filepath.Dir(data)+": kept 2 intact blocks (100 records)") {
+	if code != exitFailure || !strings.Contains(out, "repaired: repaired "+filepath.Dir(data)+": kept 2 intact blocks (100 records); removed 1 damaged blocks (50 records)") {
 		t.Fatalf("repair: exit %d\n%s", code, out)
 	}
 	code, out, _ = runCLI("store", "check", "-d", dir)

@@ -114,6 +114,10 @@ type checker struct {
 	opts CheckOptions
 	rep  *CheckReport
 	bad  bool // the partition being checked has a problem
+	// the damaged blocks (stretches) of the partition, and the records
+	// its index lists in them
+	lostBlocks int
+	lostRows   int64
 }
 
 func (c *checker) problem(d Damage) {
@@ -171,7 +175,9 @@ func (c *checker) part(pd partDir) error {
 		sc := scanner{r: f, size: size, decode: true}
 		blocks, gaps = sc.scan()
 	}
+	before := *c.rep
 	keep := c.judge(pd, x, idxWhy, blocks, gaps, size)
+	c.lostBlocks, c.lostRows = c.rep.DamagedBlocks-before.DamagedBlocks, c.rep.DamagedRows-before.DamagedRows
 	if !c.bad || !c.opts.Repair {
 		return nil
 	}
@@ -301,8 +307,8 @@ func (c *checker) repair(pd partDir, d *dirH, f *os.File, x *index, keep []index
 	for _, e := range keep {
 		rows += int64(e.rows)
 	}
-	c.action(fmt.Sprintf("repaired %s: kept %d intact blocks (%s records); cut %s bytes after the last one, freed %s bytes of damaged blocks between them; index %s rebuilt",
-		safePath(pd.path), len(keep), commas(rows), commas(max(size-nx.dataLen, 0)), commas(freed), safePath(idxPath)))
+	c.action(fmt.Sprintf("repaired %s: kept %d intact blocks (%s records); removed %d damaged blocks (%s records), cut %s bytes after the last intact block, freed %s bytes between them; index %s rebuilt",
+		safePath(pd.path), len(keep), commas(rows), c.lostBlocks, commas(c.lostRows), commas(max(size-nx.dataLen, 0)), commas(freed), safePath(idxPath)))
 	return nil
 }
 

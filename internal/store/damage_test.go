@@ -289,6 +289,10 @@ func TestCheckAndRepair(t *testing.T) {
 		if err != nil || rep.Repaired != 1 || len(acts) != 1 {
 			t.Fatalf("%s: repair %v, %+v, %q", tc.name, err, rep, acts)
 		}
+		if said := fmt.Sprintf("removed %d damaged blocks (%s records)", tc.damaged, commas(tc.rowsLost)); !strings.Contains(acts[0], said) &&
+			!strings.Contains(acts[0], "no intact block in it") {
+			t.Fatalf("%s: repair says %q, not %q", tc.name, acts[0], said)
+		}
 		rep, err = Check(f.dir, CheckOptions{})
 		if err != nil || !rep.Clean() || rep.Rows != int64(len(want)) {
 			t.Fatalf("%s: after repair %v %+v", tc.name, err, rep)
