@@ -40,11 +40,11 @@ bench: build
 fuzz: deps-run
 	scripts/fuzz.sh $(FUZZTIME)
 
-## generate: recompile the eBPF program (internal/kflow/bpf) with clang and refresh
+## generate: recompile the eBPF program (internal/source/ebpf/bpf) with clang and refresh
 ##           its committed objects and Go bindings; a normal build does not need it
 generate:
 	@scripts/deps.sh generate
-	$(GO) generate ./internal/kflow
+	$(GO) generate ./internal/source/ebpf
 
 ## web: rebuild the console (web/dist, committed and embedded) from web/src: npm ci,
 ##      type check, esbuild; web's Go test fails when dist/ does not match the sources

@@ -15,8 +15,8 @@ echo "== machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p'), $(go 
 echo "== Go benchmarks (median of $count runs; raw output in $out/*.txt)"
 go test -run '^$' -bench 'BenchmarkDecode' -benchmem -count "$count" ./internal/packet >"$out/packet.txt"
 go test -run '^$' -bench 'BenchmarkUpdate|BenchmarkExpire|BenchmarkMemoryLatency' -benchmem -count "$count" ./internal/flow >"$out/flow.txt"
-go test -run '^$' -bench . -benchmem -count "$count" -benchtime 2000000x ./internal/pipeline >"$out/pipeline.txt"
-go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./internal/sink/stdout >"$out/io.txt"
+go test -run '^$' -bench . -benchmem -count "$count" -benchtime 2000000x ./internal/meter >"$out/pipeline.txt"
+go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./internal/format >"$out/io.txt"
 go test -run '^$' -bench 'BenchmarkAdd' -benchmem -count "$count" ./internal/ipfix >"$out/ipfix.txt"
 go test -run '^$' -bench 'BenchmarkQuery' -benchmem -count "$count" -benchtime 3x ./internal/query >"$out/query.txt"
 go test -run '^$' -bench 'BenchmarkEncodeBlock|BenchmarkReadBlock|BenchmarkAggregate' -benchmem -count "$count" ./internal/store >"$out/store.txt"
@@ -74,7 +74,7 @@ echo
 echo "== live capture: CPU per packet under a fixed load between test hosts (1M UDP datagrams of 64 bytes, 256 flows)"
 echo "   weir (bin/weir, --filter udp) and softflowd (Debian, same filter) capture the same veth at the same time"
 if [ "$(id -u)" = 0 ]; then
-  go test -run '^$' -bench 'BenchmarkLiveCapture' -benchtime 1x -count 3 -timeout 10m ./internal/live >"$out/live.txt"
+  go test -run '^$' -bench 'BenchmarkLiveCapture' -benchtime 1x -count 3 -timeout 10m ./internal/source/afpacket >"$out/live.txt"
   go run ./internal/tools/benchsum "$out"/live.txt
 else
   echo "skipped: needs root for the test hosts"
@@ -85,11 +85,11 @@ echo "== eBPF source: kernel cost per packet (BPF run-time stats; noop = an empt
 echo "   drain of 10k/100k entries (swap = RCU grace period, drain = lookup-and-delete + flow table), memory,"
 echo "   CPU per million packets (weir-cpu-ms/Mpkt: process CPU with the source minus without)"
 if [ "$(id -u)" = 0 ]; then
-  go test -run '^$' -bench 'BenchmarkKernel' -benchtime 200000x -count "$count" ./internal/kflow >"$out/kflow.txt"
-  go test -run '^$' -bench 'BenchmarkEvict|BenchmarkRSS' -benchmem -benchtime 5x -count "$count" ./internal/kflow >>"$out/kflow.txt"
-  go test -run '^$' -bench 'BenchmarkMapDesign' -benchtime 200000x -count "$count" ./internal/kflow >>"$out/kflow.txt"
-  go test -run '^$' -bench 'BenchmarkMapDrain' -benchmem -benchtime 5x -count "$count" ./internal/kflow >>"$out/kflow.txt"
-  go test -run '^$' -bench 'BenchmarkCPU' -benchtime 1000000x -count "$count" ./internal/kflow >>"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkKernel' -benchtime 200000x -count "$count" ./internal/source/ebpf >"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkEvict|BenchmarkRSS' -benchmem -benchtime 5x -count "$count" ./internal/source/ebpf >>"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkMapDesign' -benchtime 200000x -count "$count" ./internal/source/ebpf >>"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkMapDrain' -benchmem -benchtime 5x -count "$count" ./internal/source/ebpf >>"$out/kflow.txt"
+  go test -run '^$' -bench 'BenchmarkCPU' -benchtime 1000000x -count "$count" ./internal/source/ebpf >>"$out/kflow.txt"
   go run ./internal/tools/benchsum "$out"/kflow.txt
   line=$(bin/weir capture --source ebpf -i lo --ebpf-max-flows 100000 --duration 3s -o none --data-dir off --metrics-addr off --stats 2>&1 | grep '^memory')
   echo "weir capture --source ebpf --ebpf-max-flows 100000, idle: ${line#memory      }"

@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/httpauth"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 	"github.com/weir-dev/weir/internal/testpki"
 )
 
 // getTLS does one HTTPS GET of path on 127.0.0.1:9464 in h's namespace
 // (dialled on the namespace's thread) and returns the status line and body.
-func getTLS(t *testing.T, h *testbed.Host, cfg *tls.Config, path, auth string) (status, body string) {
+func getTLS(t *testing.T, h *testhost.Host, cfg *tls.Config, path, auth string) (status, body string) {
 	t.Helper()
 	err := h.Do(func() error {
 		raw, err := net.DialTimeout("tcp", "127.0.0.1:9464", 5*time.Second)
@@ -58,7 +58,7 @@ func getTLS(t *testing.T, h *testbed.Host, cfg *tls.Config, path, auth string) (
 // 'weir query --live' with the token and the CA reads the live flows, and
 // without the token it fails saying what to give.
 func TestLiveAPIToken(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	bin := buildWeir(t)
 	dir := t.TempDir()
 	pki := testpki.Write(t, dir)
@@ -73,7 +73,7 @@ func TestLiveAPIToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const n, port = 100, 43212
-	if sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, false, port, n, 100); err != nil || sent != n || recv != n {
+	if sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, false, port, n, 100); err != nil || sent != n || recv != n {
 		t.Fatalf("SendUDP: %d/%d: %v", sent, recv, err)
 	}
 	cfg, err := httpauth.ClientTLS(pki.CA)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/gendb"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -107,7 +107,7 @@ docs/benchmarks.md (7 days x 288 blocks x 5,000 flows).`, `  weir bench gendb --
 	}
 	s := st.Stats()
 	fmt.Fprintf(stdout_, "%d rows in %d blocks written to %s in %v: %s on disk, %.2f B/row; writing (encode, compress, append, fsync) %.3f µs/row\n",
-		s.RowsWritten, s.BlocksWritten, dir, time.Since(start).Round(time.Millisecond), stdout.Bytes(uint64(s.BytesOnDisk)),
+		s.RowsWritten, s.BlocksWritten, dir, time.Since(start).Round(time.Millisecond), format.Bytes(uint64(s.BytesOnDisk)),
 		float64(s.BytesOnDisk)/float64(max(1, s.RowsWritten)), spent.Seconds()*1e6/float64(max(1, s.RowsWritten)))
 	return exitOK
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/weir-dev/weir/internal/bench/profile"
 	"github.com/weir-dev/weir/internal/bench/report"
 	"github.com/weir-dev/weir/internal/bench/runner"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // runBenchRun is `weir bench run PROFILE`.
@@ -81,9 +81,9 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
 	}
 	switch hub {
 	case "bridge":
-		cfg.Hub = testbed.Bridge
+		cfg.Hub = testhost.Bridge
 	case "router":
-		cfg.Hub = testbed.Router
+		cfg.Hub = testhost.Router
 	default:
 		return fail("--hub %q: want bridge or router", hub)
 	}
@@ -156,7 +156,7 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "weir bench run: %v\n", err)
-		if errors.Is(err, testbed.ErrUnsupported) {
+		if errors.Is(err, testhost.ErrUnsupported) {
 			fmt.Fprintln(stderr, "weir bench run: test hosts need root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2")
 		}
 		return exitFailure

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/bench/result"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // benchRun runs the built weir's 'bench run' and returns its result file.
@@ -97,7 +97,7 @@ groups:
 // A stream profile: tables on stdout, the JSON with profile, host facts,
 // weir's version, per-op and per-NIC figures that agree with each other.
 func TestBenchRunStream(t *testing.T) {
-	testbed.Skip(t)
+	testhost.Skip(t)
 	bin := buildWeir(t)
 	r, out := benchRun(t, bin, writeProfile(t, "stream.yaml", streamYAML))
 	for _, want := range []string{"stream", "write", "connect", "NIC", "CPU"} {
@@ -131,9 +131,9 @@ func TestBenchRunStream(t *testing.T) {
 // network) with weir's capture in three modes beside it: every connection's
 // packets and bytes as sent, --strict passes.
 func TestBenchRunObserve(t *testing.T) {
-	testbed.Skip(t)
-	testbed.Need(t, "ethtool", "ethtool")
-	testbed.Need(t, "nft", "nftables")
+	testhost.Skip(t)
+	testhost.Need(t, "ethtool", "ethtool")
+	testhost.Need(t, "nft", "nftables")
 	bin := buildWeir(t)
 	r, out := benchRun(t, bin, "--observe", "afpacket,ebpf,conntrack", "--strict", "--pairs", "2", writeProfile(t, "rr.yaml", rrYAML))
 	if len(r.Observe) != 3 || !r.Options.Secondary || r.Options.Offloads {
@@ -157,7 +157,7 @@ func TestBenchRunObserve(t *testing.T) {
 // A uperf XML profile as the Ripsaw operator renders it (unquoted
 // attributes, version=1.0, $h): stream, 4 threads, 16 KiB writes, unchanged.
 func TestBenchRunUperfXML(t *testing.T) {
-	testbed.Skip(t)
+	testhost.Skip(t)
 	bin := buildWeir(t)
 	r, _ := benchRun(t, bin, "testdata/bench/ripsaw-stream-tcp-16384-4.xml")
 	if r.Profile.Groups[0].Threads != 4 || len(r.Conns) != 4 || len(r.Errors) > 0 {
@@ -173,9 +173,9 @@ func TestBenchRunUperfXML(t *testing.T) {
 // --calibrate: iperf3 and sockperf run on the same hosts in the same run,
 // weir's driver in their shapes beside them, all four figures present.
 func TestBenchRunCalibrate(t *testing.T) {
-	testbed.Skip(t)
-	testbed.Need(t, "iperf3", "iperf3")
-	testbed.Need(t, "sockperf", "sockperf")
+	testhost.Skip(t)
+	testhost.Need(t, "iperf3", "iperf3")
+	testhost.Need(t, "sockperf", "sockperf")
 	bin := buildWeir(t)
 	r, out := benchRun(t, bin, "--calibrate", "--calibrate-time", "1s", writeProfile(t, "stream.yaml", strings.Replace(streamYAML, "duration: 1s", "duration: 300ms", 1)))
 	c := r.Calibrate
@@ -193,7 +193,7 @@ func TestBenchRunCalibrate(t *testing.T) {
 // Two real runs compared: the table and the HTML report with its charts
 // (TestHTMLInChromium in internal/bench/report opens such a page).
 func TestBenchRunCompare(t *testing.T) {
-	testbed.Skip(t)
+	testhost.Skip(t)
 	bin := buildWeir(t)
 	prof := writeProfile(t, "rr.yaml", strings.ReplaceAll(strings.Split(rrYAML, "  - name: udp-rr-v6-multus")[0], "duration: 1s", "duration: 500ms"))
 	dir := t.TempDir()

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/meter"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/pipeline"
 	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
 	"github.com/weir-dev/weir/internal/source/synthetic"
@@ -223,7 +223,7 @@ what it kept; --drop-privileges=false keeps them all.`, captureExamples)
 		src = s
 	}
 
-	p, err := pipeline.New(pipeline.Config{Table: flow.Config{
+	p, err := meter.New(meter.Config{Table: flow.Config{
 		MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger,
 	}, Decoder: packet.Config{Decap: o.decap}}, out)
 	if err != nil {

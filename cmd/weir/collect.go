@@ -13,11 +13,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/weir-dev/weir/internal/collector"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/sink"
-	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/source/ipfixrecv"
 )
 
 const collectExamples = `Examples:
@@ -64,7 +64,7 @@ refreshed; options templates (e.g. sampling) are decoded and kept. With
 service, rule, conntrack mark and zone) are read too. Malformed
 messages are counted by reason (--stats, weir_collector_* metrics), never
 fatal.`, collectExamples)
-	fs.Var(&o.listen, "listen", "receive on `url`: udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT; repeatable (default "+collector.DefaultListen+")")
+	fs.Var(&o.listen, "listen", "receive on `url`: udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT; repeatable (default "+ipfixrecv.DefaultListen+")")
 	fs.IntVar(&o.sockets, "sockets", 0, "SO_REUSEPORT sockets (and goroutines) per UDP address (0: one per CPU)")
 	fs.DurationVar(&o.templateTimeout, "template-timeout", 30*time.Minute, "forget a UDP exporter's template not refreshed for this long")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file` for tls:// listeners")
@@ -75,17 +75,17 @@ fatal.`, collectExamples)
 	o.http.flags(fs, "127.0.0.1:9465", "Prometheus metrics (/metrics)")
 	o.priv.flags(fs)
 	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, records lost, socket drops) to stderr at exit")
-	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", collector.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
-	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", collector.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
-	fs.IntVar(&o.maxConns, "max-conns", collector.DefaultMaxConns, "TCP/TLS connections served at once; more are closed at once, counted")
-	fs.IntVar(&o.maxConnsPerSource, "max-conns-per-source", collector.DefaultMaxConnsPerSource, "TCP/TLS connections served at once from one source address")
+	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", ipfixrecv.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
+	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", ipfixrecv.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
+	fs.IntVar(&o.maxConns, "max-conns", ipfixrecv.DefaultMaxConns, "TCP/TLS connections served at once; more are closed at once, counted")
+	fs.IntVar(&o.maxConnsPerSource, "max-conns-per-source", ipfixrecv.DefaultMaxConnsPerSource, "TCP/TLS connections served at once from one source address")
 	o.templateBudget = ipfix.DefaultBudget
 	fs.Var(&o.templateBudget, "template-budget", "memory `size` for all exporters' templates and sessions (64MiB); one exporter address may hold 1/16 of it")
 	fs.IntVar(&o.exporterSessions, "exporter-sessions", ipfix.DefaultExporterSessions, "sessions (observation domains; over UDP, source ports too) one exporter address may hold; past it its least recently used goes")
 	fs.IntVar(&o.exporterTmpls, "exporter-templates", ipfix.DefaultExporterTemplates, "templates one exporter address may hold; past it its least recently used session goes")
 	fs.DurationVar(&o.datalessTimeout, "dataless-timeout", ipfix.DefaultDatalessTimeout, "forget a UDP exporter's session (its templates) that sent no flow record for this long after it began")
-	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", collector.DefaultMaxClockSkew, "give records whose times are further than this from the receive time the receive time (0: keep times as sent)")
-	fs.IntVar(&o.maxIfacesPerExporter, "max-ifaces-per-exporter", collector.DefaultMaxIfacesPerExporter, "distinct interface names one exporter address may introduce; later ones become \"(other)\"")
+	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", ipfixrecv.DefaultMaxClockSkew, "give records whose times are further than this from the receive time the receive time (0: keep times as sent)")
+	fs.IntVar(&o.maxIfacesPerExporter, "max-ifaces-per-exporter", ipfixrecv.DefaultMaxIfacesPerExporter, "distinct interface names one exporter address may introduce; later ones become \"(other)\"")
 	o.sinks.flags(fs)
 	o.sinks.enrich.logw = stderr
 	o.sinks.enrich.flags(fs)
@@ -112,7 +112,7 @@ fatal.`, collectExamples)
 	if skew == 0 {
 		skew = -1 // the collector's "keep times as sent"
 	}
-	cfg := collector.Config{Listen: o.listen, Sockets: o.sockets,
+	cfg := ipfixrecv.Config{Listen: o.listen, Sockets: o.sockets,
 		HandshakeTimeout: o.handshakeTimeout, IdleConnTimeout: o.idleConnTimeout,
 		MaxConns: o.maxConns, MaxConnsPerSource: o.maxConnsPerSource, MaxIfacesPerExporter: o.maxIfacesPerExporter,
 		TemplateBudget: int64(o.templateBudget), MaxClockSkew: skew,
@@ -151,10 +151,10 @@ fatal.`, collectExamples)
 	life := newLifecycle(o.duration)
 	defer life.Close()
 	out, queues := o.sinks.queued(o.queueDepth, false, life.stop)
-	c, err := collector.New(cfg, out)
+	c, err := ipfixrecv.New(cfg, out)
 	if err != nil {
 		out.Close()
-		if errors.Is(err, collector.ErrListen) {
+		if errors.Is(err, ipfixrecv.ErrListen) {
 			return fail("--listen: %v", err)
 		}
 		fmt.Fprintf(stderr, "weir collect: %v\n", err)
@@ -217,8 +217,8 @@ func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 }
 
 // printCollectStats prints the collector's counters.
-func printCollectStats(w io.Writer, st collector.Stats) {
-	n := stdout.Count
+func printCollectStats(w io.Writer, st ipfixrecv.Stats) {
+	n := format.Count
 	fmt.Fprintf(w, "messages    %s IPFIX, %s NetFlow v9, %s NetFlow v5; %s sequence gaps: %s records lost (%s of them came late), %s NetFlow v9 export packets lost, %s resets\n",
 		n(st.Messages[2]), n(st.Messages[1]), n(st.Messages[0]), n(st.SequenceGaps), n(st.LostRecords), n(st.LateRecords), n(st.LostPackets), n(st.SeqResets))
 	if len(st.LossByExporter) > 0 { // the exporters that lost the most
@@ -233,7 +233,7 @@ func printCollectStats(w io.Writer, st collector.Stats) {
 				break
 			}
 			name := "other"
-			if a != collector.OtherExporter {
+			if a != ipfixrecv.OtherExporter {
 				name = a.String()
 			}
 			fmt.Fprintf(w, " %s %s records", name, n(l[a].Records))
@@ -247,13 +247,13 @@ func printCollectStats(w io.Writer, st collector.Stats) {
 	fmt.Fprintf(w, "socket      %s datagrams dropped by the kernel (UDP receive buffer full)\n", n(st.SocketDrops))
 	fmt.Fprintf(w, "records     %s flows, %s options records; %s templates learnt, %s withdrawn, %s expired, %s held; %s sets skipped\n",
 		n(st.Records), n(st.OptionsRecords), n(st.Templates), n(st.Withdrawals), n(st.Expired), n(st.TemplatesLive), n(st.SkippedSets))
-	fmt.Fprintf(w, "sessions    %s held, %s of %s template state; forgotten:", n(st.SessionsLive), stdout.Bytes(uint64(st.BudgetUsed)), stdout.Bytes(uint64(st.BudgetLimit)))
+	fmt.Fprintf(w, "sessions    %s held, %s of %s template state; forgotten:", n(st.SessionsLive), format.Bytes(uint64(st.BudgetUsed)), format.Bytes(uint64(st.BudgetLimit)))
 	for i, c := range st.Evicted {
 		fmt.Fprintf(w, " %s %s", ipfix.EvictReason(i), n(c))
 	}
 	fmt.Fprintf(w, "\nretimed     %s records with times past --max-clock-skew, %s without times\n", n(st.ClockSkew), n(st.NoTime))
 	fmt.Fprintf(w, "ifaces      %s names sanitised; records named (other): %s over a session's or the budget's bound, %s over --max-ifaces-per-exporter, %s over the %s names in all\n",
-		n(st.NamesSanitised), n(st.NamesRefused), n(st.OtherIfaceExporter), n(st.OtherIfaceGlobal), n(collector.DefaultMaxIfaces))
+		n(st.NamesSanitised), n(st.NamesRefused), n(st.OtherIfaceExporter), n(st.OtherIfaceGlobal), n(ipfixrecv.DefaultMaxIfaces))
 	fmt.Fprintf(w, "errors     ")
 	for i, c := range st.Errors {
 		fmt.Fprintf(w, " %s %s", ipfix.DecodeError(i), n(c))

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/caps"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source/conntrack"
 	"github.com/weir-dev/weir/internal/source/nflog"
 )
@@ -250,7 +250,7 @@ func runConntrack(o *captureOpts, fs *flag.FlagSet, stderr io.Writer) int {
 		if c.noEvents {
 			ev = "without events"
 		}
-		what = append(what, fmt.Sprintf("conntrack table of %s every %s %s (up to %s connections)", nsName, c.poll, ev, stdout.Count(uint64(c.maxConns))))
+		what = append(what, fmt.Sprintf("conntrack table of %s every %s %s (up to %s connections)", nsName, c.poll, ev, format.Count(uint64(c.maxConns))))
 	}
 	if nl != nil {
 		what = append(what, fmt.Sprintf("NFLOG groups %s of %s", strings.Join(c.groups, ","), nsName))
@@ -311,7 +311,7 @@ func ctPrivilege(stderr io.Writer, err error) int {
 
 // printCTStats prints the conntrack and NFLOG sources' counters.
 func printCTStats(w io.Writer, ct *conntrack.Source, nl *nflog.Source, queues []*sink.Queue) {
-	n := stdout.Count
+	n := format.Count
 	if ct != nil {
 		st := ct.Stats()
 		fmt.Fprintf(w, "conntrack   %s polls (%s failed, %s early after lost events), last %s; %s dump messages, %s events, %s rejected\n",
@@ -341,5 +341,5 @@ func printCTStats(w io.Writer, ct *conntrack.Source, nl *nflog.Source, queues []
 		}
 	}
 	printQueueStats(w, queues)
-	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", stdout.Bytes(rssNow()), stdout.Bytes(maxRSS()))
+	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", format.Bytes(rssNow()), format.Bytes(maxRSS()))
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestConntrackCapture runs weir capture --source conntrack --nflog-group
@@ -30,9 +30,9 @@ func TestConntrackCapture(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("conntrack and NFLOG need root; CI runs this as root")
 	}
-	testbed.Skip(t)
-	nft := testbed.Need(t, "nft", "nftables")
-	n := testbed.NewNet(t, testbed.Router, 2)
+	testhost.Skip(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	n := testhost.NewNet(t, testhost.Router, 2)
 	cli, be := n.Hosts[0], n.Hosts[1]
 	vip := n.HubAddr(be, false) // the hub's own address: nothing answers on port 80 there
 	rules := fmt.Sprintf(`add table inet weirct
@@ -67,7 +67,7 @@ add rule inet weirct filt udp dport 9 log prefix "weir-fw " group 5 drop`, vip, 
 	bin := buildWeir(t)
 	dir := t.TempDir()
 	var stdout bytes.Buffer
-	var stderr testbed.SyncBuffer
+	var stderr testhost.SyncBuffer
 	cmd := exec.Command(bin, "capture", "--source", "conntrack", "--netns", n.Hub.Name, "--nflog-group", "5",
 		"--ct-poll-interval", "200ms", "-o", "json", "--data-dir", dir, "--metrics-addr", "off", "--stats")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -104,7 +104,7 @@ add rule inet weirct filt udp dport 9 log prefix "weir-fw " group 5 drop`, vip, 
 		t.Fatal(err)
 	}
 	const dn, dsize = 12, 50
-	dport := testbed.SendDatagrams(t, cli, netip.AddrPortFrom(be.Addr4, 9), dn, dsize)
+	dport := testhost.SendDatagrams(t, cli, netip.AddrPortFrom(be.Addr4, 9), dn, dsize)
 	time.Sleep(500 * time.Millisecond) // polls, and the NFLOG batch flush
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
@@ -177,9 +177,9 @@ func TestConntrackUntrackedNamespace(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("conntrack needs root; CI runs this as root")
 	}
-	testbed.Skip(t)
-	ip := testbed.Need(t, "ip", "iproute2")
-	pr := testbed.NewPair(t)
+	testhost.Skip(t)
+	ip := testhost.Need(t, "ip", "iproute2")
+	pr := testhost.NewPair(t)
 	var ln *net.TCPListener
 	if err := pr.B.Do(func() (err error) { ln, err = net.ListenTCP("tcp", &net.TCPAddr{Port: 7600}); return err }); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestConntrackUntrackedNamespace(t *testing.T) {
 	defer sc.Close()
 
 	bin := buildWeir(t)
-	var stderr testbed.SyncBuffer
+	var stderr testhost.SyncBuffer
 	cmd := exec.Command(ip, "netns", "exec", pr.B.Name, bin, "capture", "--source", "conntrack", "--ct-poll-interval", "100ms",
 		"-o", "json", "--data-dir", t.TempDir(), "--metrics-addr", "off", "--stats")
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestLiveDecapVXLAN: two test hosts joined by a kernel VXLAN over their
@@ -24,13 +24,13 @@ import (
 // flow — its exact datagrams, inner IP bytes — with the hosts' veth
 // addresses as tunnel endpoints, the sender's on the initiator's side.
 func TestLiveDecapVXLAN(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// Overlay addresses from the testbed's IPv6 range, in a /64 neither
+	// Overlay addresses from the testhost's IPv6 range, in a /64 neither
 	// Pairs nor Nets use.
 	overlay := [2]netip.Addr{netip.MustParseAddr("fd00:77ee:8000::1"), netip.MustParseAddr("fd00:77ee:8000::2")}
-	hosts := [2]*testbed.Host{pr.A, pr.B}
+	hosts := [2]*testhost.Host{pr.A, pr.B}
 	for i, h := range hosts {
 		peer := hosts[1-i]
 		for _, args := range [][]string{

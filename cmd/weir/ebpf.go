@@ -17,11 +17,11 @@ import (
 
 	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/kflow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
-	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/source/ebpf"
 )
 
 // ebpfOpts are the flags of the eBPF source (weir capture --source ebpf).
@@ -41,10 +41,10 @@ type ebpfOpts struct {
 
 func (e *ebpfOpts) flags(fs *flag.FlagSet) {
 	e.fs = fs
-	e.ringSize = kflow.DefaultRingSize
+	e.ringSize = ebpf.DefaultRingSize
 	fs.StringVar(&e.source, "source", "afpacket", "live `source`: afpacket (packet rings, decoded in user space), ebpf (TCX programs aggregate flows in the kernel), conntrack (the kernel's connection tracking table, with NAT; no -i) or nflog (packets firewall rules log and drop, as deny flows; no -i)")
-	fs.IntVar(&e.maxFlows, "ebpf-max-flows", kflow.DefaultMaxFlows, "--source ebpf: entries of each of the two kernel flow maps (flows between two drains; more overflow to the ring); also the flow table's size unless --max-flows is given")
-	fs.DurationVar(&e.evict, "ebpf-evict-interval", kflow.DefaultEvictInterval, "--source ebpf: drain the kernel flow map this often (it must be shorter than --idle-timeout)")
+	fs.IntVar(&e.maxFlows, "ebpf-max-flows", ebpf.DefaultMaxFlows, "--source ebpf: entries of each of the two kernel flow maps (flows between two drains; more overflow to the ring); also the flow table's size unless --max-flows is given")
+	fs.DurationVar(&e.evict, "ebpf-evict-interval", ebpf.DefaultEvictInterval, "--source ebpf: drain the kernel flow map this often (it must be shorter than --idle-timeout)")
 	fs.Var(&e.ringSize, "ebpf-ring-size", "--source ebpf: overflow ring `size` (power of two: 256KiB, 1MiB, 4MiB) for packets the map has no room for")
 	fs.BoolVar(&e.noRing, "ebpf-no-ring", false, "--source ebpf: no overflow ring; packets the full map cannot take are only counted (weir_ebpf_lost_packets_total)")
 	fs.IntVar(&e.sampling, "sampling", 1, "--source ebpf: count 1 packet in `N`, chosen by a hash of its content (alike at every interface)")
@@ -97,7 +97,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	if e.maxFlows < 1 || e.evict <= 0 || e.sampling < 1 {
 		return fail("--ebpf-max-flows and --sampling must be at least 1, --ebpf-evict-interval positive")
 	}
-	cfg := kflow.Config{
+	cfg := ebpf.Config{
 		Select:        sel,
 		MaxFlows:      e.maxFlows,
 		EvictInterval: e.evict,
@@ -106,7 +106,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		SampleFlows:   e.sampleFlows,
 		RingSize:      int(e.ringSize),
 		Drops:         e.drops,
-		Attach:        kflow.AttachMode(strings.TrimPrefix(e.attach, "auto")),
+		Attach:        ebpf.AttachMode(strings.TrimPrefix(e.attach, "auto")),
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
 		},
@@ -115,10 +115,10 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		cfg.RingSize = -1
 	}
 	if len(e.netns) > 0 {
-		cfg.Netns = []kflow.Netns{{Do: func(fn func() error) error { return fn() }}}
+		cfg.Netns = []ebpf.Netns{{Do: func(fn func() error) error { return fn() }}}
 		for _, n := range e.netns {
 			path := netdev.NetnsPath(n)
-			cfg.Netns = append(cfg.Netns, kflow.Netns{Name: n, Do: func(fn func() error) error { return netdev.InNetns(path, fn) }})
+			cfg.Netns = append(cfg.Netns, ebpf.Netns{Name: n, Do: func(fn func() error) error { return netdev.InNetns(path, fn) }})
 		}
 	}
 	maxFlowsSet := false
@@ -129,11 +129,11 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	life := newLifecycle(l.duration)
 	defer life.Close()
 	out, queues := o.sinks.queued(l.queueDepth, false, life.stop)
-	src, err := kflow.New(cfg, out)
+	src, err := ebpf.New(cfg, out)
 	if err != nil {
 		out.Close()
 		fmt.Fprintf(stderr, "weir capture: %v\n", err)
-		if errors.Is(err, kflow.ErrConfig) {
+		if errors.Is(err, ebpf.ErrConfig) {
 			return exitUsage
 		}
 		return ebpfPrivilege(stderr, err)
@@ -141,7 +141,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 	// Loading parsed the kernel's BTF (for CO-RE): tens of MB that are
 	// garbage now. Hand them back before the table's pages are touched.
 	debug.FreeOSMemory()
-	srv, code := o.serveMetrics(stderr, []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), kflow.Collector(src.Stats), sink.QueueCollector(queues...)})
+	srv, code := o.serveMetrics(stderr, []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), ebpf.Collector(src.Stats), sink.QueueCollector(queues...)})
 	if code != exitOK {
 		src.Close()
 		out.Close()
@@ -157,7 +157,7 @@ func runEBPF(o *captureOpts, sel *netdev.Selector, stderr io.Writer) int {
 		for t := time.NewTicker(20 * time.Millisecond); ctx.Err() == nil; <-t.C {
 			if n := src.Stats().Ifaces; n > 0 {
 				fmt.Fprintf(stderr, "weir capture: eBPF programs on %d interfaces matching %s; kernel maps of %s flows, drained every %s\n",
-					n, sel, stdout.Count(uint64(e.maxFlows)), e.evict)
+					n, sel, format.Count(uint64(e.maxFlows)), e.evict)
 				t.Stop()
 				return
 			}
@@ -211,19 +211,19 @@ func ebpfPrivilege(stderr io.Writer, err error) int {
 }
 
 // printEBPFStats prints the eBPF source's counters.
-func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
-	n := stdout.Count
+func printEBPFStats(w io.Writer, st *ebpf.Stats, queues []*sink.Queue) {
+	n := format.Count
 	fmt.Fprintf(w, "ebpf        %d interfaces; %s packets, %s duplicates, %s not IP, %s sampled out\n",
 		st.Ifaces, n(st.Packets), n(st.Duplicates), n(st.NotIP), n(st.SampledOut))
 	fmt.Fprintf(w, "kernel map  %s entries of %s now; %s inserts; full: %s packets (ENOMEM %s, other %s)\n",
 		n(st.Occupancy()), n(uint64(st.Capacity)), n(st.MapInserts), n(st.InsertE2BIG), n(st.InsertENOMEM), n(st.InsertOther))
 	fmt.Fprintf(w, "overflow    %s packets through the ring, %s read, %s lost\n", n(st.Ring), n(st.RingRead), n(st.Lost))
-	for src := range kflow.NumSources {
+	for src := range ebpf.NumSources {
 		var parts []string
-		for r := range kflow.NumReasons {
-			parts = append(parts, fmt.Sprintf("%s %s (%s flows)", kflow.ReasonNames[r], n(st.Evictions[src][r]), n(st.Evicted[src][r])))
+		for r := range ebpf.NumReasons {
+			parts = append(parts, fmt.Sprintf("%s %s (%s flows)", ebpf.ReasonNames[r], n(st.Evictions[src][r]), n(st.Evicted[src][r])))
 		}
-		fmt.Fprintf(w, "drains      %-8s %s\n", kflow.SourceNames[src], strings.Join(parts, ", "))
+		fmt.Fprintf(w, "drains      %-8s %s\n", ebpf.SourceNames[src], strings.Join(parts, ", "))
 	}
 	var drains uint64
 	for _, c := range st.EvictHist {
@@ -247,7 +247,7 @@ func printEBPFStats(w io.Writer, st *kflow.Stats, queues []*sink.Queue) {
 	}
 	fmt.Fprintf(w, "records     %s\n", n(st.Records))
 	printQueueStats(w, queues)
-	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", stdout.Bytes(rssNow()), stdout.Bytes(maxRSS()))
+	fmt.Fprintf(w, "memory      RSS %s now, max %s\n", format.Bytes(rssNow()), format.Bytes(maxRSS()))
 }
 
 // rssNow is the process's resident set now (0 where /proc is missing).

@@ -19,7 +19,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/weir-dev/weir/internal/metrics"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestEBPFCapture: weir capture --source ebpf runs in host B and watches
@@ -34,7 +34,7 @@ func TestEBPFCapture(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("eBPF needs root; CI runs this as root")
 	}
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	bin := buildWeir(t)
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "--source", "ebpf", "-i", pr.A.Iface+","+pr.B.Iface,
@@ -49,8 +49,8 @@ func TestEBPFCapture(t *testing.T) {
 			t.Fatalf("weir did not start: %s", stderr.String())
 		}
 	}
-	want4 := testbed.UDPFlows(t, pr.A, pr.B, false, 41000, 50)
-	want6 := testbed.UDPFlows(t, pr.A, pr.B, true, 42000, 50)
+	want4 := testhost.UDPFlows(t, pr.A, pr.B, false, 41000, 50)
+	want6 := testhost.UDPFlows(t, pr.A, pr.B, true, 42000, 50)
 	time.Sleep(300 * time.Millisecond) // a few drains
 	body := scrape(t, pr.B, "/metrics")
 	vals, err := metrics.ParseText(strings.NewReader(body))
@@ -109,7 +109,7 @@ func TestEBPFCapture(t *testing.T) {
 			t.Errorf("--stats lacks %q:\n%s", s, stderr.String())
 		}
 	}
-	for _, h := range []*testbed.Host{pr.A, pr.B} {
+	for _, h := range []*testhost.Host{pr.A, pr.B} {
 		err := h.Do(func() error {
 			ifc, err := net.InterfaceByName(h.Iface)
 			if err != nil {
@@ -141,10 +141,10 @@ func TestEBPFDropsQuery(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("eBPF needs root; CI runs this as root")
 	}
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	bin := buildWeir(t)
 	dir := t.TempDir()
-	var stderr testbed.SyncBuffer
+	var stderr testhost.SyncBuffer
 	cmd := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "--source", "ebpf", "-i", pr.B.Iface,
 		"--ebpf-drops", "--ebpf-evict-interval", "100ms", "-o", "none", "--data-dir", dir, "--metrics-addr", "off")
 	cmd.Stderr = &stderr
@@ -158,7 +158,7 @@ func TestEBPFDropsQuery(t *testing.T) {
 		}
 	}
 	const n, size = 30, 100 // IP bytes per datagram: 100 + 8 + 20
-	testbed.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr4, 9), n, size)
+	testhost.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr4, 9), n, size)
 	time.Sleep(300 * time.Millisecond) // a few drains
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/sink"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 )
 
 // stopGrace is how long weir still waits for its sinks after SIGINT or
@@ -82,7 +82,7 @@ func (l *lifecycle) Close() {
 
 // printQueueStats prints each sink queue's counters (--stats).
 func printQueueStats(w io.Writer, queues []*sink.Queue) {
-	n := stdout.Count
+	n := format.Count
 	for _, q := range queues {
 		qs := q.Stats()
 		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped", q.Name(), n(qs.Written), n(qs.Dropped))

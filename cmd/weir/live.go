@@ -15,15 +15,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/weir-dev/weir/internal/bpf"
 	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/live"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
+	"github.com/weir-dev/weir/internal/pcapfilter"
 	"github.com/weir-dev/weir/internal/sink"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source/afpacket"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
@@ -86,7 +85,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 // sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
 type sizeFlag int
 
-func (s *sizeFlag) String() string { return stdout.Bytes(uint64(*s)) }
+func (s *sizeFlag) String() string { return format.Bytes(uint64(*s)) }
 func (s *sizeFlag) Set(v string) error {
 	n, err := parseSize(v)
 	*s = sizeFlag(n)
@@ -114,7 +113,7 @@ func parseBytes(v string, limit int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n <= 0 || n > limit/mult {
-		return 0, fmt.Errorf("%q is not a size up to %s (examples: 65536, 256KiB, 1MiB, 20GiB)", v, stdout.Bytes(uint64(limit)))
+		return 0, fmt.Errorf("%q is not a size up to %s (examples: 65536, 256KiB, 1MiB, 20GiB)", v, format.Bytes(uint64(limit)))
 	}
 	return n * mult, nil
 }
@@ -123,21 +122,21 @@ func parseBytes(v string, limit int64) (int64, error) {
 type filterCache struct {
 	expr string
 	mu   sync.Mutex
-	prog map[bpf.LinkType][]afpacket.Instruction
+	prog map[pcapfilter.LinkType][]afpacket.Instruction
 }
 
 func (f *filterCache) forLink(l netdev.Link) ([]afpacket.Instruction, error) {
-	lt := bpf.LinkEthernet
+	lt := pcapfilter.LinkEthernet
 	switch l.Type {
 	case 65534, 519: // ARPHRD_NONE (tun, wireguard), ARPHRD_RAWIP: frames start at the IP header
-		lt = bpf.LinkRaw
+		lt = pcapfilter.LinkRaw
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if p, ok := f.prog[lt]; ok {
 		return p, nil
 	}
-	insns, err := bpf.Compile(f.expr, lt, 0)
+	insns, err := pcapfilter.Compile(f.expr, lt, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +163,8 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 	if err != nil {
 		return fail("-i: %v", err)
 	}
-	if l.workers < 1 || l.workers > live.MaxWorkers {
-		return fail("--workers must be 1..%d, got %d", live.MaxWorkers, l.workers)
+	if l.workers < 1 || l.workers > afpacket.MaxWorkers {
+		return fail("--workers must be 1..%d, got %d", afpacket.MaxWorkers, l.workers)
 	}
 	if l.duration < 0 || l.interval < 0 || l.queueDepth < 1 {
 		return fail("--duration and --interval must not be negative, --queue-depth at least 1")
@@ -180,10 +179,10 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 	default:
 		return fail("--source must be afpacket, ebpf, conntrack or nflog, got %q", l.ebpf.source)
 	}
-	cfg := live.Config{
+	cfg := afpacket.Config{
 		Select:  sel,
 		Workers: l.workers,
-		Ring:    afpacket.Config{BlockSize: int(l.blockSize), NumBlocks: l.blocks},
+		Ring:    afpacket.RingConfig{BlockSize: int(l.blockSize), NumBlocks: l.blocks},
 		Table:   flow.Config{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger},
 		Decoder: packet.Config{Decap: o.decap},
 		Logf: func(format string, args ...any) {
@@ -201,20 +200,20 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 		},
 	}
 	if l.filter != "" {
-		fc := &filterCache{expr: l.filter, prog: map[bpf.LinkType][]afpacket.Instruction{}}
-		if _, err := bpf.Compile(l.filter, bpf.LinkEthernet, 0); err != nil {
+		fc := &filterCache{expr: l.filter, prog: map[pcapfilter.LinkType][]afpacket.Instruction{}}
+		if _, err := pcapfilter.Compile(l.filter, pcapfilter.LinkEthernet, 0); err != nil {
 			return fail("--filter: %v", err)
 		}
 		cfg.Filter = fc.forLink
 	}
-	if _, err := (afpacket.Config{Iface: "x", BlockSize: int(l.blockSize), NumBlocks: l.blocks}).Validate(); err != nil {
+	if _, err := (afpacket.RingConfig{Iface: "x", BlockSize: int(l.blockSize), NumBlocks: l.blocks}).Validate(); err != nil {
 		return fail("%v", err)
 	}
 
 	life := newLifecycle(l.duration)
 	defer life.Close()
 	out, queues := o.sinks.queued(l.queueDepth, false, life.stop)
-	c, err := live.New(cfg, out)
+	c, err := afpacket.New(cfg, out)
 	if err != nil {
 		out.Close()
 		return fail("%v", err)
@@ -275,7 +274,7 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 }
 
 // liveViews prints the top live flows every interval until ctx ends.
-func liveViews(ctx context.Context, c *live.Capture, top int, every time.Duration, w io.Writer) {
+func liveViews(ctx context.Context, c *afpacket.Capture, top int, every time.Duration, w io.Writer) {
 	if top <= 0 {
 		top = 20
 	}
@@ -303,23 +302,23 @@ func liveViews(ctx context.Context, c *live.Capture, top int, every time.Duratio
 				}
 			}
 			title := fmt.Sprintf("%s  %s flows live on %d interfaces; %s packets, %s kernel drops since start",
-				now.UTC().Format(time.RFC3339), stdout.Count(uint64(st.Flows)), open, stdout.Count(pkts), stdout.Count(drops))
-			_ = stdout.WriteFlows(w, title, recs)
+				now.UTC().Format(time.RFC3339), format.Count(uint64(st.Flows)), open, format.Count(pkts), format.Count(drops))
+			_ = format.WriteFlows(w, title, recs)
 		}
 	}
 }
 
 // printLiveStats prints a live capture's counters.
-func printLiveStats(w io.Writer, st *live.Stats, queues []*sink.Queue) {
-	n := stdout.Count
+func printLiveStats(w io.Writer, st *afpacket.Stats, queues []*sink.Queue) {
+	n := format.Count
 	fmt.Fprintf(w, "interfaces  %d opened, %d released, %d failed to open\n", st.Opened, st.Released, st.OpenFails)
 	for _, f := range st.Ifaces {
 		fmt.Fprintf(w, "  %-15s %s packets, %s; kernel: %s received, %s dropped, %s ring freezes\n",
-			termsafe.String(f.Name), n(f.Packets), stdout.Bytes(f.Bytes), n(f.Kernel.Packets), n(f.Kernel.Drops), n(f.Kernel.FreezeQueue))
+			termsafe.String(f.Name), n(f.Packets), format.Bytes(f.Bytes), n(f.Kernel.Packets), n(f.Kernel.Drops), n(f.Kernel.FreezeQueue))
 	}
 	printCounters(w, &st.Decoder, &st.Table, st.Records)
 	fmt.Fprintf(w, "duplicates  %s (copies of packets already counted at another interface)\n", n(st.Table.Duplicates))
 	printQueueStats(w, queues)
 	fmt.Fprintf(w, "memory      %d workers, tables %s for %s flows; max RSS %s\n",
-		st.Workers, stdout.Bytes(uint64(st.TableMem)), n(uint64(st.TableCap)), stdout.Bytes(maxRSS()))
+		st.Workers, format.Bytes(uint64(st.TableMem)), n(uint64(st.TableCap)), format.Bytes(maxRSS()))
 }

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/metrics"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // buildWeir builds the binary into a directory anyone may read and run,
@@ -69,7 +69,7 @@ func (l *lockedBuffer) String() string {
 // Meanwhile 'weir query --live' sees the live flows, and afterwards the
 // store holds exactly the records printed.
 func TestLiveSIGTERM(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	bin := buildWeir(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cmd, stdout, stderr := startLive(t, pr.B, bin, "-o", "json", "--stats", "--filter", "udp", "--workers", "2", "--data-dir", dataDir)
@@ -77,7 +77,7 @@ func TestLiveSIGTERM(t *testing.T) {
 	defer cancel()
 	const n, size, port = 500, 300, 43210
 	for _, v6 := range []bool{false, true} {
-		if sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, v6, port, n, size); err != nil || sent != n || recv != n {
+		if sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, v6, port, n, size); err != nil || sent != n || recv != n {
 			t.Fatalf("SendUDP: %d/%d: %v", sent, recv, err)
 		}
 	}
@@ -194,7 +194,7 @@ func queryJSON(t *testing.T, args ...string) queryResult {
 
 // startLive starts 'weir capture -i IFACE args...' in h's namespace and
 // waits until it listens; the process is killed at the end of the test.
-func startLive(t *testing.T, h *testbed.Host, bin string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+func startLive(t *testing.T, h *testhost.Host, bin string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.Name, bin, "capture", "-i", h.Iface}, args...)...)
@@ -217,14 +217,14 @@ func startLive(t *testing.T, h *testbed.Host, bin string, args ...string) (*exec
 // but waits for the store's next writeout; 'weir query --live' still
 // counts it, exactly once.
 func TestLiveQueryPending(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	bin := buildWeir(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	startLive(t, pr.B, bin, "-o", "none", "--filter", "udp", "--idle-timeout", "1s", "--data-dir", dataDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const n, size, port = 200, 100, 43211
-	if sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, false, port, n, size); err != nil || sent != n || recv != n {
+	if sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, false, port, n, size); err != nil || sent != n || recv != n {
 		t.Fatalf("SendUDP: %d/%d: %v", sent, recv, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -250,7 +250,7 @@ func TestLiveQueryPending(t *testing.T) {
 // scrape fetches path from 127.0.0.1:9464 inside h's namespace. The
 // socket is made on the namespace's thread (an http.Client would dial from
 // another goroutine, in another namespace).
-func scrape(t *testing.T, h *testbed.Host, path string) string {
+func scrape(t *testing.T, h *testhost.Host, path string) string {
 	t.Helper()
 	var body string
 	err := h.Do(func() error {

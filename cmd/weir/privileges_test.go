@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/caps"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // startIn starts weir in h's namespace and waits for want on stderr.
-func startIn(t *testing.T, h *testbed.Host, bin, want string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
+func startIn(t *testing.T, h *testhost.Host, bin, want string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
 	var stdout, stderr lockedBuffer
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.Name, bin}, args...)...)
@@ -97,7 +97,7 @@ func TestDropPrivilegesAFPacket(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("dropping capabilities needs root; CI runs this as root")
 	}
-	n := testbed.NewNet(t, testbed.Router, 1)
+	n := testhost.NewNet(t, testhost.Router, 1)
 	bin := buildWeir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
@@ -116,7 +116,7 @@ func TestDropPrivilegesAFPacket(t *testing.T) {
 	open := fmt.Sprintf("weir_capture_interface_open{iface=%q} 1", port)
 	waitFor(t, 20*time.Second, "the new interface to be opened", func() bool { return strings.Contains(scrape(t, n.Hub, "/metrics"), open) }, stderr.String)
 	const pkts = 300
-	if sent, recv, err := testbed.SendUDP(ctx, late, n.Hosts[0], false, 40123, pkts, 200); err != nil || sent != pkts || recv != pkts {
+	if sent, recv, err := testhost.SendUDP(ctx, late, n.Hosts[0], false, 40123, pkts, 200); err != nil || sent != pkts || recv != pkts {
 		t.Fatalf("SendUDP: %d/%d: %v", sent, recv, err)
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -149,8 +149,8 @@ func TestDropPrivilegesSources(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("dropping capabilities needs root; CI runs this as root")
 	}
-	nft := testbed.Need(t, "nft", "nftables")
-	pr := testbed.NewPair(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	pr := testhost.NewPair(t)
 	bin := buildWeir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
@@ -167,7 +167,7 @@ func TestDropPrivilegesSources(t *testing.T) {
 		}
 		checkCaps(t, cmd.Process.Pid, want)
 		const pkts = 200
-		if sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, false, 40124, pkts, 100); err != nil || sent != pkts || recv != pkts {
+		if sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, false, 40124, pkts, 100); err != nil || sent != pkts || recv != pkts {
 			t.Fatalf("SendUDP: %d/%d: %v", sent, recv, err)
 		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -204,7 +204,7 @@ func TestDropPrivilegesSources(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
 		checkCaps(t, cmd.Process.Pid, caps.Of(caps.DACOverride))
-		testbed.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr4, 7779), 5, 100)
+		testhost.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr4, 7779), 5, 100)
 		time.Sleep(500 * time.Millisecond) // the datagrams reach the NFLOG group
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		if err := cmd.Wait(); err != nil {

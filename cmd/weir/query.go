@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
@@ -127,7 +127,7 @@ when the result has any or is sorted by them.`, queryExamples)
 		fmt.Fprintf(stderr, "weir query: "+format+"\n", a...)
 		return exitUsage
 	}
-	format, err := query.ParseFormat(o.output)
+	outFmt, err := query.ParseFormat(o.output)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -147,7 +147,7 @@ when the result has any or is sorted by them.`, queryExamples)
 		if len(pos) > 0 || o.cond != "" {
 			return fail("--list takes no group-by or condition")
 		}
-		return listStore(st, o.ifaces, format, stdout_, stderr)
+		return listStore(st, o.ifaces, outFmt, stdout_, stderr)
 	}
 
 	q := &query.Query{Limit: o.limit, Ascending: o.ascending, Resolution: o.resolution, Workers: o.workers}
@@ -227,7 +227,7 @@ when the result has any or is sorted by them.`, queryExamples)
 		fmt.Fprintf(stderr, "weir query: %v\n", err)
 		return exitFailure
 	}
-	if err := res.Write(stdout_, format); err != nil {
+	if err := res.Write(stdout_, outFmt); err != nil {
 		fmt.Fprintf(stderr, "weir query: %v\n", err)
 		return exitFailure
 	}
@@ -284,7 +284,7 @@ type ifaceSpan struct {
 	Bytes  int64     `json:"bytes"`
 }
 
-func listStore(st *store.Store, only listFlag, format query.Format, w, stderr io.Writer) int {
+func listStore(st *store.Store, only listFlag, outFmt query.Format, w, stderr io.Writer) int {
 	names, err := st.Ifaces()
 	if err != nil {
 		fmt.Fprintf(stderr, "weir query: %v\n", err)
@@ -317,7 +317,7 @@ func listStore(st *store.Store, only listFlag, format query.Format, w, stderr io
 		sp.Days = len(days)
 		spans = append(spans, sp)
 	}
-	switch format {
+	switch outFmt {
 	case query.JSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -335,7 +335,7 @@ func listStore(st *store.Store, only listFlag, format query.Format, w, stderr io
 		fmt.Fprintln(tw, "iface\tfirst\tlast\tdays\tblocks\tflows\tsize\t")
 		for _, s := range spans {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", termsafe.String(s.Iface), s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
-				s.Days, s.Blocks, stdout.Count(uint64(s.Flows)), stdout.Bytes(uint64(s.Bytes)))
+				s.Days, s.Blocks, format.Count(uint64(s.Flows)), format.Bytes(uint64(s.Bytes)))
 		}
 		err = tw.Flush()
 	}

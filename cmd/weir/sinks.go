@@ -8,11 +8,11 @@ import (
 	"io"
 	"math"
 
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -56,9 +56,9 @@ func (o *sinkOpts) flags(fs *flag.FlagSet) {
 func (o *sinkOpts) open(stdout_ io.Writer) error {
 	switch o.output {
 	case "table":
-		o.main = stdout.NewTable(stdout_, o.top)
+		o.main = format.NewTable(stdout_, o.top)
 	case "json":
-		o.main = stdout.NewJSON(stdout_)
+		o.main = format.NewJSON(stdout_)
 	case "none":
 	default:
 		return errUsage(fmt.Sprintf("unknown --output %q: use table, json or none", o.output))
@@ -174,7 +174,7 @@ func (o *sinkOpts) printStats(w io.Writer) {
 	for _, x := range o.exporters {
 		st := x.Stats()
 		fmt.Fprintf(w, "export: %d records in %d IPFIX messages (%s) to %s; %d records undelivered",
-			st.Records, st.Messages, stdout.Bytes(st.Bytes), x.URL(), st.DroppedRecords)
+			st.Records, st.Messages, format.Bytes(st.Bytes), x.URL(), st.DroppedRecords)
 		sep := " ("
 		for _, r := range x.Reasons() {
 			if n := st.Undelivered[r]; n > 0 {

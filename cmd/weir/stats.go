@@ -7,16 +7,16 @@ import (
 	"syscall"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
+	"github.com/weir-dev/weir/internal/meter"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/pipeline"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/source/pcap"
 )
 
 // printStats writes the --stats report: everything that moved, every error
 // by reason, and the memory the table holds.
-func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
-	n := stdout.Count
+func printStats(w io.Writer, st *meter.Stats, p *meter.Meter) {
+	n := format.Count
 	d, t := &st.Decoder, &st.Table
 	secs := st.Elapsed.Seconds()
 	rate := 0.0
@@ -29,13 +29,13 @@ func printStats(w io.Writer, st *pipeline.Stats, p *pipeline.Pipeline) {
 		fmt.Fprintf(w, "tunnels     %s packets past %d tunnels: their records carry no tunnel endpoints\n", n(st.TunnelOverflow), flow.MaxTunnels)
 	}
 	fmt.Fprintf(w, "memory      table %s for %s flows (%d B/slot, %.1f B/flow); max RSS %s\n",
-		stdout.Bytes(uint64(p.TableMemory())), n(uint64(p.TableCap())), flow.SlotSize(),
-		float64(p.TableMemory())/float64(p.TableCap()), stdout.Bytes(maxRSS()))
+		format.Bytes(uint64(p.TableMemory())), n(uint64(p.TableCap())), flow.SlotSize(),
+		float64(p.TableMemory())/float64(p.TableCap()), format.Bytes(maxRSS()))
 }
 
 // printCounters writes the decoder's and the table's counters.
 func printCounters(w io.Writer, d *packet.Stats, t *flow.Stats, records uint64) {
-	n := stdout.Count
+	n := format.Count
 	fmt.Fprintf(w, "decoded     %s (ipv4 %s, ipv6 %s); ip length from frame %s; headers cut by the snap length %s\n",
 		n(d.Decoded), n(d.IPv4), n(d.IPv6), n(d.IPLengthFromFrame), n(d.CutHeaders))
 	if in, out := decapPairs(&d.Decap); in != "" || out != "" {
@@ -47,7 +47,7 @@ func printCounters(w io.Writer, d *packet.Stats, t *flow.Stats, records uint64) 
 	fmt.Fprintf(w, "fragments   first %s, attributed %s, unattributed %s, table evictions %s\n",
 		n(f.First), n(f.Attributed), n(f.Unattributed), n(f.Evicted))
 	fmt.Fprintf(w, "table       %s packets, %s; %s flows created; %s port reuses; %s orientation flips\n",
-		n(t.Packets), stdout.Bytes(t.Bytes), n(t.FlowsCreated), n(t.PortReuses), n(t.RoleFlips))
+		n(t.Packets), format.Bytes(t.Bytes), n(t.FlowsCreated), n(t.PortReuses), n(t.RoleFlips))
 	fmt.Fprintf(w, "records     %s%s\n", n(records), reasons(&t.Records))
 	fmt.Fprintf(w, "evicted     %s%s; %s full-table passes; %s empty deltas skipped; %s counter-wrap reports\n",
 		n(sum(&t.Evicted)), reasons(&t.Evicted), n(t.FullPasses), n(t.EmptyDeltasSkipped), n(t.WrapReports))
@@ -79,15 +79,15 @@ func printFilesStats(w io.Writer, s pcap.Stats) {
 	if s.Compression != "" {
 		comp = ", last " + s.Compression + "-compressed"
 	}
-	fmt.Fprintf(w, "input       %s files (last %s%s): %s packets, %s read\n", stdout.Count(s.Files), s.Format, comp,
-		stdout.Count(s.Packets), stdout.Bytes(s.Bytes))
+	fmt.Fprintf(w, "input       %s files (last %s%s): %s packets, %s read\n", format.Count(s.Files), s.Format, comp,
+		format.Count(s.Packets), format.Bytes(s.Bytes))
 }
 
 func pairs(each func(func(string, uint64))) string {
 	var b strings.Builder
 	each(func(name string, c uint64) {
 		if c > 0 {
-			fmt.Fprintf(&b, ", %s %s", name, stdout.Count(c))
+			fmt.Fprintf(&b, ", %s %s", name, format.Count(c))
 		}
 	})
 	if b.Len() == 0 {
@@ -100,7 +100,7 @@ func reasons(a *[flow.NumReasons]uint64) string {
 	var b strings.Builder
 	for i, c := range a {
 		if c > 0 {
-			fmt.Fprintf(&b, ", %s %s", flow.EndReason(i), stdout.Count(c))
+			fmt.Fprintf(&b, ", %s %s", flow.EndReason(i), format.Count(c))
 		}
 	}
 	if b.Len() == 0 {

@@ -8,8 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -133,7 +133,7 @@ func (e errUsage) Error() string { return string(e) }
 func printStoreStats(w io.Writer, s *store.Store, dir string) {
 	st := s.Stats()
 	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped",
-		st.RowsWritten, st.BlocksWritten, stdout.Bytes(uint64(st.BytesWritten)), dir, stdout.Bytes(uint64(st.BytesOnDisk)),
+		st.RowsWritten, st.BlocksWritten, format.Bytes(uint64(st.BytesWritten)), dir, format.Bytes(uint64(st.BytesOnDisk)),
 		st.CorruptBlocks, st.DroppedRows)
 	var errs int64
 	for _, n := range st.WriteErrors {

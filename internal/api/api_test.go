@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 )
 
 // TestQueryAnswers: /api/v1/query answers what query.Run answers on the
@@ -215,7 +215,7 @@ func TestLive(t *testing.T) {
 	}
 	var want []byte
 	for i := range recs {
-		want = append(stdout.AppendJSON(want, &recs[i]), '\n')
+		want = append(format.AppendJSON(want, &recs[i]), '\n')
 	}
 	if !bytes.Equal(body, want) {
 		t.Errorf("live:\n%s\nwant\n%s", body, want)

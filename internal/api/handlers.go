@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 )
 
 // gzipMin is the body size from which answers are compressed for clients
@@ -129,7 +129,7 @@ func (s *Server) handleLive(rw http.ResponseWriter, req *http.Request) *Error {
 	}
 	var b []byte
 	for i := range recs {
-		b = append(stdout.AppendJSON(b, &recs[i]), '\n')
+		b = append(format.AppendJSON(b, &recs[i]), '\n')
 	}
 	send(rw, req, "application/x-ndjson", b)
 	return nil

@@ -177,7 +177,7 @@ func childAFPacket(t *testing.T) {
 	if _, err := Drop(Of(NetRaw, NetAdmin)); err != nil {
 		t.Fatal(err)
 	}
-	cfg := afpacket.Config{Iface: "lo", BlockSize: 1 << 16, NumBlocks: 4, Filter: []afpacket.Instruction{{Op: 0x6, K: 0xffff}},
+	cfg := afpacket.RingConfig{Iface: "lo", BlockSize: 1 << 16, NumBlocks: 4, Filter: []afpacket.Instruction{{Op: 0x6, K: 0xffff}},
 		Fanout: &afpacket.Fanout{Mode: afpacket.FanoutHash | afpacket.FanoutFlagUniqueID}}
 	s, err := afpacket.Open(cfg)
 	if err != nil {

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 func TestCloseUnblocksNext(t *testing.T) {
 	leakCheck(t)
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	w := watchIn(t, p.A, watchRcvBuf)
 	type result struct {
 		err error
@@ -66,7 +66,7 @@ func TestCloseUnblocksNext(t *testing.T) {
 // Next ends with ErrClosed (or an event), nothing hangs or panics.
 func TestCloseConcurrent(t *testing.T) {
 	leakCheck(t)
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	for range 20 {
 		w := watchIn(t, p.A, watchRcvBuf)
 		var wg sync.WaitGroup

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestWriteCorpus regenerates testdata/fuzz/FuzzParseLink from real
@@ -23,7 +23,7 @@ func TestWriteCorpus(t *testing.T) {
 	if os.Getenv("WEIR_NETDEV_WRITE_CORPUS") != "1" {
 		t.Skip("set WEIR_NETDEV_WRITE_CORPUS=1 to regenerate testdata/fuzz/FuzzParseLink")
 	}
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	simpleKind(t, p.A)
 	var sub int
 	if err := p.A.Do(func() (err error) {

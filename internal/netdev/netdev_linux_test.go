@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 const waitLimit = 5 * time.Second // every wait for an event is bounded by this
@@ -81,7 +81,7 @@ func leakCheck(t *testing.T) {
 }
 
 // ip runs an ip(8) command inside h's namespace.
-func ip(t *testing.T, h *testbed.Host, args ...string) {
+func ip(t *testing.T, h *testhost.Host, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -99,7 +99,7 @@ var (
 	kindName string
 )
 
-func simpleKind(t *testing.T, h *testbed.Host) string {
+func simpleKind(t *testing.T, h *testhost.Host) string {
 	t.Helper()
 	kindOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -119,14 +119,14 @@ func simpleKind(t *testing.T, h *testbed.Host) string {
 }
 
 // addLink creates a standalone link of simpleKind with the given index.
-func addLink(t *testing.T, h *testbed.Host, name string, index int, extra ...string) {
+func addLink(t *testing.T, h *testhost.Host, name string, index int, extra ...string) {
 	t.Helper()
 	args := append([]string{"link", "add", name, "index", strconv.Itoa(index)}, extra...)
 	ip(t, h, append(args, "type", simpleKind(t, h))...)
 }
 
 // watchIn opens a Watcher inside h's namespace, closed at the end of the test.
-func watchIn(t *testing.T, h *testbed.Host, rcvbuf int) *Watcher {
+func watchIn(t *testing.T, h *testhost.Host, rcvbuf int) *Watcher {
 	t.Helper()
 	var w *Watcher
 	if err := h.Do(func() (err error) { w, err = watch(rcvbuf); return err }); err != nil {
@@ -137,7 +137,7 @@ func watchIn(t *testing.T, h *testbed.Host, rcvbuf int) *Watcher {
 }
 
 // listIn runs List inside h's namespace.
-func listIn(t *testing.T, h *testbed.Host) []Link {
+func listIn(t *testing.T, h *testhost.Host) []Link {
 	t.Helper()
 	var links []Link
 	if err := h.Do(func() (err error) { links, err = List(); return err }); err != nil {
@@ -211,8 +211,8 @@ func isNew(index int) func(Event) bool {
 }
 
 // baseLinks is what a fresh Pair host holds: lo and its veth end, which
-// testbed creates with ifindex 10 in host A.
-func baseLinks(p *testbed.Pair) []Link {
+// testhost creates with ifindex 10 in host A.
+func baseLinks(p *testhost.Pair) []Link {
 	return []Link{
 		{Index: 1, Name: "lo", Up: true, Running: true, Loopback: true, Type: unix.ARPHRD_LOOPBACK},
 		{Index: 10, Name: p.A.Iface, Up: true, Running: true, Type: unix.ARPHRD_ETHER, Kind: "veth"},
@@ -221,7 +221,7 @@ func baseLinks(p *testbed.Pair) []Link {
 
 func TestList(t *testing.T) {
 	leakCheck(t)
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	if got, want := listIn(t, p.A), baseLinks(p); !reflect.DeepEqual(got, want) {
 		t.Fatalf("List in A:\n got %+v\nwant %+v", got, want)
 	}
@@ -266,7 +266,7 @@ func TestList(t *testing.T) {
 
 func TestWatchEvents(t *testing.T) {
 	leakCheck(t)
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	simpleKind(t, p.A) // probe before watching: the probe makes events of its own
 	wa := watchIn(t, p.A, watchRcvBuf)
 	wb := watchIn(t, p.B, watchRcvBuf)
@@ -337,7 +337,7 @@ func TestWatchEvents(t *testing.T) {
 // not the device going away.
 func TestWatchBridgePort(t *testing.T) {
 	leakCheck(t)
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	simpleKind(t, p.A) // probe before watching: the probe makes events of its own
 	w := watchIn(t, p.A, watchRcvBuf)
 	ch := reader(t, w)
@@ -368,7 +368,7 @@ func TestWatchBridgePort(t *testing.T) {
 
 func TestWatchOverrun(t *testing.T) {
 	leakCheck(t)
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	simpleKind(t, p.A)         // probe before watching: the probe makes events of its own
 	w := watchIn(t, p.A, 4096) // a few notifications fill it
 	const n = 100
@@ -447,7 +447,7 @@ func liveDatagrams(tb testing.TB) [][]byte {
 // BenchmarkList dumps the links of a test host holding lo, its veth and
 // a bridge with 16 ports.
 func BenchmarkList(b *testing.B) {
-	p := testbed.NewPair(b)
+	p := testhost.NewPair(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if out, err := p.A.Exec(ctx, "ip", "link", "add", "br0", "type", "bridge"); err != nil {

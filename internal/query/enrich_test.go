@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/format"
 )
 
 // enrichRecs are natRecs with workloads and services:
@@ -99,7 +99,7 @@ func TestEnrichQueryErrors(t *testing.T) {
 func TestEnrichOutputAndLive(t *testing.T) {
 	var in []byte
 	for _, r := range enrichRecs()[:7] {
-		in = append(stdout.AppendJSON(in, &r), '\n')
+		in = append(format.AppendJSON(in, &r), '\n')
 	}
 	recs, err := ReadRecords(bytes.NewReader(in), 100)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/iana"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
 
@@ -138,11 +138,11 @@ func (res *Result) writeTable(w io.Writer) error {
 			}
 			line = append(line, c)
 		}
-		line = append(line, stdout.Count(r.Flows), stdout.Count(r.Packets), stdout.Count(r.RevPackets), stdout.Count(r.Packets+r.RevPackets),
+		line = append(line, format.Count(r.Flows), format.Count(r.Packets), format.Count(r.RevPackets), format.Count(r.Packets+r.RevPackets),
 			percent(r.Packets+r.RevPackets, tot.Packets+tot.RevPackets),
-			stdout.Bytes(r.Bytes), stdout.Bytes(r.RevBytes), stdout.Bytes(r.Bytes+r.RevBytes), percent(r.Bytes+r.RevBytes, tot.Bytes+tot.RevBytes))
+			format.Bytes(r.Bytes), format.Bytes(r.RevBytes), format.Bytes(r.Bytes+r.RevBytes), percent(r.Bytes+r.RevBytes, tot.Bytes+tot.RevBytes))
 		if drops {
-			line = append(line, stdout.Count(r.DropPackets), stdout.Bytes(r.DropBytes))
+			line = append(line, format.Count(r.DropPackets), format.Bytes(r.DropBytes))
 		}
 		fmt.Fprintln(tw, strings.Join(line, "\t")+"\t")
 	}
@@ -150,11 +150,11 @@ func (res *Result) writeTable(w io.Writer) error {
 	if len(total) > 0 {
 		total[0] = "total"
 	}
-	total = append(total, stdout.Count(tot.Flows), stdout.Count(tot.Packets), stdout.Count(tot.RevPackets),
-		stdout.Count(tot.Packets+tot.RevPackets), "", stdout.Bytes(tot.Bytes), stdout.Bytes(tot.RevBytes),
-		stdout.Bytes(tot.Bytes+tot.RevBytes), "")
+	total = append(total, format.Count(tot.Flows), format.Count(tot.Packets), format.Count(tot.RevPackets),
+		format.Count(tot.Packets+tot.RevPackets), "", format.Bytes(tot.Bytes), format.Bytes(tot.RevBytes),
+		format.Bytes(tot.Bytes+tot.RevBytes), "")
 	if drops {
-		total = append(total, stdout.Count(tot.DropPackets), stdout.Bytes(tot.DropBytes))
+		total = append(total, format.Count(tot.DropPackets), format.Bytes(tot.DropBytes))
 	}
 	fmt.Fprintln(tw, strings.Join(total, "\t")+"\t")
 	if err := tw.Flush(); err != nil {

@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/httpauth"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -139,7 +139,7 @@ func TestLive(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var b []byte
 		for i := range live {
-			b = append(stdout.AppendJSON(b, &live[i]), '\n')
+			b = append(format.AppendJSON(b, &live[i]), '\n')
 		}
 		w.Write(b)
 	}))
@@ -192,7 +192,7 @@ func TestLiveLoopbackOnly(t *testing.T) {
 func FuzzReadRecords(f *testing.F) {
 	rec := flow.Record{Packets: 3, Bytes: 180, Iface: "eth0", Start: 1, End: 2}
 	rec.Key.IPVersion = 4
-	f.Add(string(stdout.AppendJSON(nil, &rec)) + "\n")
+	f.Add(string(format.AppendJSON(nil, &rec)) + "\n")
 	f.Add(`{"src_ip":"::1","dst_ip":"::2","proto":58,"icmp_type":128}` + "\n\n")
 	f.Add(`{"src_ip":"10.0.0.1","dst_ip":"::2"}`)
 	f.Add(`{"packets":-1}`)
@@ -227,7 +227,7 @@ func TestLiveSnapshot(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fetches++
 		var b []byte
-		s.Pending(func(rec *flow.Record) { b = append(stdout.AppendJSON(b, rec), '\n') })
+		s.Pending(func(rec *flow.Record) { b = append(format.AppendJSON(b, rec), '\n') })
 		if fetches == 1 {
 			if err := s.Flush(); err != nil { // the writeout lands mid-fetch
 				t.Error(err)
@@ -275,7 +275,7 @@ func TestLiveToken(t *testing.T) {
 	srv := &http.Server{Handler: httpauth.Middleware(ln.Token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		var b []byte
 		for i := range live {
-			b = append(stdout.AppendJSON(b, &live[i]), '\n')
+			b = append(format.AppendJSON(b, &live[i]), '\n')
 		}
 		w.Write(b)
 	}), nil)}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/bench/result"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // ErrNoIPv6 is returned by Sockperf for IPv6: sockperf 3.7 takes IPv4
@@ -51,7 +51,7 @@ type server struct {
 	out capped
 }
 
-func startServer(h *testbed.Host, name string, args ...string) (*server, error) {
+func startServer(h *testhost.Host, name string, args ...string) (*server, error) {
 	bin, err := exec.LookPath(name)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %s is not installed (apt-get install %s)", name, name)
@@ -73,7 +73,7 @@ func (s *server) stop() {
 
 // waitListen polls ss in h until something listens on port (TCP) or is
 // bound to it (UDP); nothing is sent to the port.
-func waitListen(ctx context.Context, h *testbed.Host, proto string, port int) error {
+func waitListen(ctx context.Context, h *testhost.Host, proto string, port int) error {
 	flag := "-Hltn"
 	if proto == "udp" {
 		flag = "-Hlun"
@@ -106,7 +106,7 @@ func seconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
 // parallel streams of writeSize-byte writes for dur, rounded up to whole
 // seconds) and returns the receiver's rate. The Weir* fields are left for
 // the caller.
-func Iperf3(ctx context.Context, srv, cli *testbed.Host, v6 bool, dur time.Duration, streams, writeSize int) (*result.Iperf3, error) {
+func Iperf3(ctx context.Context, srv, cli *testhost.Host, v6 bool, dur time.Duration, streams, writeSize int) (*result.Iperf3, error) {
 	p := port()
 	addr := srv.Addr(v6).String()
 	s, err := startServer(srv, "iperf3", "-s", "-1", "-B", addr, "-p", strconv.Itoa(p))
@@ -162,7 +162,7 @@ func ParseIperf3(out []byte) (*result.Iperf3, error) {
 // Sockperf runs sockperf's ping-pong test (UDP, or TCP with tcp) from
 // client to server for dur (whole seconds) with msgSize-byte messages and
 // returns its round trips (--full-rtt). IPv6 gives ErrNoIPv6.
-func Sockperf(ctx context.Context, srv, cli *testbed.Host, v6, tcp bool, dur time.Duration, msgSize int) (*result.Sockperf, error) {
+func Sockperf(ctx context.Context, srv, cli *testhost.Host, v6, tcp bool, dur time.Duration, msgSize int) (*result.Sockperf, error) {
 	if v6 {
 		return nil, ErrNoIPv6
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 func TestParseIperf3(t *testing.T) {
@@ -64,10 +64,10 @@ func noneLeft(t *testing.T, name string) {
 }
 
 func TestIperf3(t *testing.T) {
-	testbed.Skip(t)
-	testbed.Need(t, "iperf3", "iperf3")
+	testhost.Skip(t)
+	testhost.Need(t, "iperf3", "iperf3")
 	noneLeft(t, "iperf3")
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, v6 := range []bool{false, true} {
@@ -83,10 +83,10 @@ func TestIperf3(t *testing.T) {
 }
 
 func TestSockperf(t *testing.T) {
-	testbed.Skip(t)
-	testbed.Need(t, "sockperf", "sockperf")
+	testhost.Skip(t)
+	testhost.Need(t, "sockperf", "sockperf")
 	noneLeft(t, "sockperf")
-	p := testbed.NewPair(t)
+	p := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tcp := range []bool{false, true} {

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/bench/result"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // hostFacts describes this machine.
@@ -44,7 +44,7 @@ type nicCounters struct {
 
 // readNIC reads iface's counters inside h's namespace: /proc/thread-self
 // resolves against the reading thread's namespace.
-func readNIC(h *testbed.Host, iface string) (nicCounters, error) {
+func readNIC(h *testhost.Host, iface string) (nicCounters, error) {
 	var c nicCounters
 	found := false
 	err := h.Do(func() error {
@@ -81,7 +81,7 @@ func readNIC(h *testbed.Host, iface string) (nicCounters, error) {
 }
 
 // nicStats turns two readings into the run's figures over secs seconds.
-func nicStats(host string, h *testbed.Host, network string, a, b nicCounters, secs float64) result.NICStats {
+func nicStats(host string, h *testhost.Host, network string, a, b nicCounters, secs float64) result.NICStats {
 	s := result.NICStats{
 		Host: host, Iface: h.Iface, Net: network,
 		RxPackets: b.rxPkts - a.rxPkts, TxPackets: b.txPkts - a.txPkts,

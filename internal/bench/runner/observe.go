@@ -15,7 +15,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/bench/engine"
 	"github.com/weir-dev/weir/internal/bench/result"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // Modes are the capture modes Observe runs.
@@ -26,19 +26,19 @@ var Modes = []string{"afpacket", "ebpf", "conntrack"}
 // table (conntrack).
 type observer struct {
 	mode   string
-	host   *testbed.Host
+	host   *testhost.Host
 	ifaces []string
-	nics   []*testbed.Host // the server's interfaces (one Host per network)
+	nics   []*testhost.Host // the server's interfaces (one Host per network)
 	before []nicCounters
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
-	stderr *testbed.SyncBuffer
+	stderr *testhost.SyncBuffer
 }
 
 // startObserver starts `weir capture` for mode in the server's namespace
 // and waits until it is ready.
 func startObserver(ctx context.Context, cfg *Config, mode string, h *hosts) (*observer, error) {
-	o := &observer{mode: mode, host: h.server[0], stderr: &testbed.SyncBuffer{}}
+	o := &observer{mode: mode, host: h.server[0], stderr: &testhost.SyncBuffer{}}
 	for _, x := range h.server {
 		if x != nil {
 			o.ifaces = append(o.ifaces, x.Iface)

@@ -22,21 +22,21 @@ import (
 	"github.com/weir-dev/weir/internal/bench/engine"
 	"github.com/weir-dev/weir/internal/bench/profile"
 	"github.com/weir-dev/weir/internal/bench/result"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // Config is one run.
 type Config struct {
 	Profile     *profile.Profile
 	ProfileFile string
-	Pairs       int             // client/server pairs (clients hosts), ≥ 1
-	Hub         testbed.HubKind // how the primary network joins the hosts
-	Secondary   bool            // build the second network even if the profile does not use it
-	Offloads    bool            // leave TSO/GSO/GRO on (Observe turns them off)
-	Observe     []string        // capture modes run on the server's interfaces
-	Strict      bool            // a difference in Observe is an error
-	Calibrate   bool            // run iperf3 and sockperf after the profile
-	CalTime     time.Duration   // each calibration test's duration (0: 3 s)
+	Pairs       int              // client/server pairs (clients hosts), ≥ 1
+	Hub         testhost.HubKind // how the primary network joins the hosts
+	Secondary   bool             // build the second network even if the profile does not use it
+	Offloads    bool             // leave TSO/GSO/GRO on (Observe turns them off)
+	Observe     []string         // capture modes run on the server's interfaces
+	Strict      bool             // a difference in Observe is an error
+	Calibrate   bool             // run iperf3 and sockperf after the profile
+	CalTime     time.Duration    // each calibration test's duration (0: 3 s)
 	// Child returns the command that runs this program as a bench child
 	// with role "server" or "client" (e.g. weir bench _child server).
 	Child   func(role string) (exe string, args []string)
@@ -54,9 +54,9 @@ var ErrDifference = errors.New("observed traffic differs from what was sent")
 
 // hosts are the run's test hosts.
 type hosts struct {
-	prim, sec *testbed.Net
-	server    [2]*testbed.Host // by profile.Network
-	clients   [][2]*testbed.Host
+	prim, sec *testhost.Net
+	server    [2]*testhost.Host // by profile.Network
+	clients   [][2]*testhost.Host
 }
 
 func (h *hosts) close() error {
@@ -82,8 +82,8 @@ func Run(ctx context.Context, cfg Config) (run *result.Run, err error) {
 	if cfg.Profile == nil || cfg.Child == nil {
 		return nil, errors.New("runner: no profile or no child command")
 	}
-	if cfg.Pairs < 1 || cfg.Pairs > testbed.MaxHosts-1 {
-		return nil, fmt.Errorf("runner: %d pairs, want 1..%d", cfg.Pairs, testbed.MaxHosts-1)
+	if cfg.Pairs < 1 || cfg.Pairs > testhost.MaxHosts-1 {
+		return nil, fmt.Errorf("runner: %d pairs, want 1..%d", cfg.Pairs, testhost.MaxHosts-1)
 	}
 	if cfg.BasePort == 0 {
 		cfg.BasePort = 20000
@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config) (run *result.Run, err error) {
 		return nil, err
 	}
 	if cfg.Hub == 0 {
-		cfg.Hub = testbed.Bridge
+		cfg.Hub = testhost.Bridge
 	}
 	run = &result.Run{
 		Schema: result.Schema, WeirVersion: cfg.Version, Started: time.Now().UTC(),
@@ -138,17 +138,17 @@ func buildHosts(ctx context.Context, cfg *Config) (*hosts, error) {
 	h := &hosts{}
 	var err error
 	cfg.logf("building %d test hosts (%s)", cfg.Pairs+1, cfg.Hub)
-	if h.prim, err = testbed.OpenNet(ctx, cfg.Hub, cfg.Pairs+1); err != nil {
+	if h.prim, err = testhost.OpenNet(ctx, cfg.Hub, cfg.Pairs+1); err != nil {
 		return h, err
 	}
 	h.server[profile.Primary] = h.prim.Hosts[0]
-	h.clients = make([][2]*testbed.Host, cfg.Pairs)
+	h.clients = make([][2]*testhost.Host, cfg.Pairs)
 	for i := range cfg.Pairs {
 		h.clients[i][profile.Primary] = h.prim.Hosts[i+1]
 	}
 	if cfg.Secondary || cfg.Profile.UsesSecondary() {
 		cfg.logf("building the second network")
-		if h.sec, err = testbed.OpenNet(ctx, testbed.Bridge, 0); err != nil {
+		if h.sec, err = testhost.OpenNet(ctx, testhost.Bridge, 0); err != nil {
 			return h, err
 		}
 		if h.server[profile.Secondary], err = h.sec.Join(ctx, h.server[profile.Primary]); err != nil {
@@ -180,11 +180,11 @@ func buildHosts(ctx context.Context, cfg *Config) (*hosts, error) {
 // sees and a TCP segment as the kernel counts them are the same thing.
 func offloadsOff(ctx context.Context, h *hosts) error {
 	type dev struct {
-		host  *testbed.Host
+		host  *testhost.Host
 		iface string
 	}
 	var devs []dev
-	for _, n := range []*testbed.Net{h.prim, h.sec} {
+	for _, n := range []*testhost.Net{h.prim, h.sec} {
 		if n == nil {
 			continue
 		}
@@ -215,17 +215,17 @@ type child struct {
 	cmd    *exec.Cmd
 	in     *lineWriter
 	inPipe io.WriteCloser
-	stderr *testbed.SyncBuffer
+	stderr *testhost.SyncBuffer
 	done   chan error // readLines' end
 }
 
 // startChild runs the bench child with role in h's namespace; fn gets
 // every line it writes.
-func startChild(cfg *Config, h *testbed.Host, role string, fn func(*msg) error) (*child, error) {
+func startChild(cfg *Config, h *testhost.Host, role string, fn func(*msg) error) (*child, error) {
 	exe, args := cfg.Child(role)
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.Name, exe}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c := &child{cmd: cmd, stderr: &testbed.SyncBuffer{}, done: make(chan error, 1)}
+	c := &child{cmd: cmd, stderr: &testhost.SyncBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = c.stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -271,7 +271,7 @@ func (c *child) end(grace time.Duration) (user, sys time.Duration, err error) {
 }
 
 // addrs returns h's addresses on both networks.
-func addrs(h [2]*testbed.Host) [2]engine.Addrs {
+func addrs(h [2]*testhost.Host) [2]engine.Addrs {
 	var a [2]engine.Addrs
 	for i, x := range h {
 		if x != nil {
@@ -369,11 +369,11 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 	// Counters before, then the clients, started together at t0.
 	type nic struct {
 		role, net string
-		host      *testbed.Host
+		host      *testhost.Host
 		before    nicCounters
 	}
 	var nics []*nic
-	add := func(role string, hh [2]*testbed.Host) {
+	add := func(role string, hh [2]*testhost.Host) {
 		for n, x := range hh {
 			if x != nil {
 				nics = append(nics, &nic{role: role, net: profile.Network(n).String(), host: x})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/bench/profile"
 	"github.com/weir-dev/weir/internal/bench/result"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // childArg makes the test binary a bench child (see TestMain).
@@ -57,8 +57,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 // counts expect is exactly what the server's interfaces counted, and the
 // tables are filled.
 func TestRunExact(t *testing.T) {
-	testbed.Skip(t)
-	testbed.Need(t, "ethtool", "ethtool")
+	testhost.Skip(t)
+	testhost.Need(t, "ethtool", "ethtool")
 	op := func(k profile.OpKind, size int) profile.Op { return profile.Op{Kind: k, Size: size, Count: 1} }
 	p := &profile.Profile{Name: "mixed", Groups: []profile.Group{
 		{Name: "rr", Threads: 2, Txns: []profile.Txn{

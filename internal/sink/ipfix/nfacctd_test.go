@@ -16,7 +16,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/craft"
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // scenarioRecords are the flows of internal/craft's scenario as records,
@@ -84,7 +84,7 @@ func exportToNfacctd(t *testing.T, nfacctd string, recs []flow.Record, opts stri
 	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var log testbed.SyncBuffer
+	var log testhost.SyncBuffer
 	cmd := exec.Command(nfacctd, "-f", conf)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its plugins are processes of their own: stop the group

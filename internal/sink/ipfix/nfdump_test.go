@@ -17,7 +17,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/ipfix"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
@@ -124,7 +124,7 @@ func exportToNfcapd(t *testing.T, recs []flow.Record, opts string) (nfdump, dir,
 	}
 	dir = t.TempDir()
 	port := freeUDPPort(t)
-	var out testbed.SyncBuffer
+	var out testhost.SyncBuffer
 	cap := exec.Command(nfcapd, "-b", "127.0.0.1", "-p", strconv.Itoa(port), "-w", dir, "-t", "3600")
 	cap.Stdout, cap.Stderr = &out, &out
 	if err := cap.Start(); err != nil {

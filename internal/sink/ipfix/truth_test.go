@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/ipfix"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 	"github.com/weir-dev/weir/internal/testpki"
 )
 
@@ -57,7 +57,7 @@ func TestUndeliveredDialRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	var log testbed.SyncBuffer
+	var log testhost.SyncBuffer
 	x, err := New(Config{URL: "ipfix+tcp://" + addr, MinBackoff: time.Nanosecond, MaxBackoff: time.Nanosecond, Log: &log})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestUndeliveredTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var log testbed.SyncBuffer
+			var log testhost.SyncBuffer
 			// Confirm is long so that a loaded machine's slow collector
 			// still refuses within it; a collector that accepts sends its
 			// ticket at once.
@@ -201,7 +201,7 @@ func TestUndeliveredBroken(t *testing.T) {
 					accepted <- c.(*net.TCPConn)
 				}
 			}()
-			var log testbed.SyncBuffer
+			var log testhost.SyncBuffer
 			x, err := New(Config{URL: "ipfix+tcp://" + l.Addr().String(), MinBackoff: time.Hour, WriteTimeout: 10 * time.Second,
 				Linger: 200 * time.Millisecond, Log: &log})
 			if err != nil {
@@ -312,7 +312,7 @@ func TestUndeliveredDrained(t *testing.T) {
 	}
 	c := collectStream(t, l)
 	defer c.stop(l)
-	var log testbed.SyncBuffer
+	var log testhost.SyncBuffer
 	x, err := New(Config{URL: "ipfix+tcp://" + l.Addr().String(), MinBackoff: time.Hour, Log: &log})
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +371,7 @@ func TestUndeliveredTLSLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log testbed.SyncBuffer
+	var log testhost.SyncBuffer
 	x, err := New(Config{URL: "ipfix+tls://" + l.Addr().String(), TLS: cfg, Log: &log, Confirm: 50 * time.Millisecond, MinBackoff: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ type Source struct {
 	corrupt atomic.Uint64
 
 	statsMu sync.Mutex
-	stats   Stats // accumulated kernel counters
+	stats   RingStats // accumulated kernel counters
 
 	fanoutGroup uint16 // the fanout group joined (picked by the kernel for FanoutFlagUniqueID)
 	fanoutOK    bool
@@ -62,7 +62,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // Open creates the socket and its ring and binds it to cfg.Iface, looked up
 // in the calling thread's network namespace (the socket stays in that
 // namespace). It needs root or CAP_NET_RAW.
-func Open(cfg Config) (*Source, error) {
+func Open(cfg RingConfig) (*Source, error) {
 	c, err := cfg.normalize(unix.Getpagesize())
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func Open(cfg Config) (*Source, error) {
 }
 
 // setup configures the ring, maps it and binds the socket.
-func (s *Source) setup(c Config, ifi *net.Interface) error {
+func (s *Source) setup(c RingConfig, ifi *net.Interface) error {
 	if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V3); err != nil {
 		return fmt.Errorf("afpacket: PACKET_VERSION TPACKET_V3: %w", err)
 	}
@@ -186,7 +186,7 @@ func (s *Source) Link() packet.LinkType { return s.link }
 
 // Stats reads the kernel's counters (which resets them) and returns the
 // totals since Open.
-func (s *Source) Stats() (Stats, error) {
+func (s *Source) Stats() (RingStats, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.statsMu.Lock()
@@ -197,7 +197,7 @@ func (s *Source) Stats() (Stats, error) {
 		return st, nil
 	}
 	if err := s.readStats(); err != nil {
-		return Stats{}, err
+		return RingStats{}, err
 	}
 	st := s.stats
 	st.Corrupt = s.corrupt.Load()

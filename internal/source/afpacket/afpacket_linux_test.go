@@ -15,7 +15,7 @@ import (
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/source"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 const (
@@ -24,13 +24,13 @@ const (
 )
 
 // testCfg is a small ring (8 × 256 KiB) so that many sources fit in memory.
-func testCfg(iface string) Config {
-	return Config{Iface: iface, BlockSize: 256 << 10, NumBlocks: 8}
+func testCfg(iface string) RingConfig {
+	return RingConfig{Iface: iface, BlockSize: 256 << 10, NumBlocks: 8}
 }
 
 // openIn opens a source on h's interface (or on name, if set) inside h's
 // namespace and closes it at the end of the test.
-func openIn(t *testing.T, h *testbed.Host, cfg Config) *Source {
+func openIn(t *testing.T, h *testhost.Host, cfg RingConfig) *Source {
 	t.Helper()
 	var s *Source
 	if err := h.Do(func() (err error) { s, err = Open(cfg); return err }); err != nil {
@@ -98,7 +98,7 @@ func drain(t *testing.T, s *Source, m matcher, tl *tally) {
 func newTally() *tally { return &tally{perPort: map[uint16]int{}} }
 
 func TestUDPExactCounts(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	const n, size, port = 1000, 200, 40001
 	for _, v6 := range []bool{false, true} {
 		name, ipHdr := "ipv4", 20
@@ -112,7 +112,7 @@ func TestUDPExactCounts(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, v6, port, n, size)
+			sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, v6, port, n, size)
 			if err != nil || sent != n || recv != n {
 				t.Fatalf("SendUDP: sent %d received %d: %v", sent, recv, err)
 			}
@@ -167,7 +167,7 @@ func TestUDPExactCounts(t *testing.T) {
 }
 
 func TestFanoutSplitsFlows(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	const flows, per, size, base = 20, 50, 100, 41000
 	cfg := testCfg(pr.B.Iface)
 	cfg.Fanout = &Fanout{Group: uint16(os.Getpid()), Mode: FanoutHash}
@@ -179,7 +179,7 @@ func TestFanoutSplitsFlows(t *testing.T) {
 	for i := range flows {
 		port := base + i
 		m.ports[uint16(port)] = true
-		sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, false, port, per, size)
+		sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, false, port, per, size)
 		if err != nil || sent != per || recv != per {
 			t.Fatalf("SendUDP port %d: sent %d received %d: %v", port, sent, recv, err)
 		}
@@ -206,7 +206,7 @@ func TestFanoutSplitsFlows(t *testing.T) {
 // TestLoopback checks that loopback traffic is Ethernet framed and seen
 // once per packet (not once sent and once received).
 func TestLoopback(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	s := openIn(t, pr.A, testCfg("lo"))
 	const n, size, port = 50, 64, 40100
 	lo := netip.MustParseAddr("127.0.0.1")
@@ -240,7 +240,7 @@ func TestLoopback(t *testing.T) {
 }
 
 func TestCloseUnblocksNext(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	s := openIn(t, pr.A, testCfg("lo")) // a quiet interface: Next waits
 	done := make(chan error, 1)
 	var returned time.Time // written before the send on done
@@ -285,12 +285,12 @@ func TestCloseUnblocksNext(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	_, err := Open(Config{Iface: "weirnosuch0"})
+	_, err := Open(RingConfig{Iface: "weirnosuch0"})
 	if err == nil || !strings.Contains(err.Error(), `"weirnosuch0"`) {
 		t.Fatalf("Open on a missing interface: %v, want an error naming it", err)
 	}
 	if os.Geteuid() != 0 {
-		_, err := Open(Config{Iface: "lo"})
+		_, err := Open(RingConfig{Iface: "lo"})
 		if err == nil || !strings.Contains(err.Error(), "CAP_NET_RAW") {
 			t.Fatalf("unprivileged Open: %v, want a CAP_NET_RAW hint", err)
 		}
@@ -298,7 +298,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func BenchmarkNext(b *testing.B) {
-	pr := testbed.NewPair(b)
+	pr := testhost.NewPair(b)
 	cfg := testCfg(pr.B.Iface)
 	cfg.NumBlocks = 64
 	var s *Source
@@ -307,7 +307,7 @@ func BenchmarkNext(b *testing.B) {
 	}
 	defer s.Close()
 	const n = 60000
-	if _, recv, err := testbed.SendUDP(context.Background(), pr.A, pr.B, false, 40200, n, 64); err != nil || recv != n {
+	if _, recv, err := testhost.SendUDP(context.Background(), pr.A, pr.B, false, 40200, n, 64); err != nil || recv != n {
 		b.Fatalf("SendUDP: %d received: %v", recv, err)
 	}
 	time.Sleep(3 * DefaultTimeout)

@@ -13,7 +13,7 @@ import (
 type Source struct{}
 
 // Open returns ErrUnsupported (after validating cfg).
-func Open(cfg Config) (*Source, error) {
+func Open(cfg RingConfig) (*Source, error) {
 	if _, err := cfg.normalize(4096); err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (s *Source) LastVLAN() (tci uint16, ok bool) { return 0, false }
 func (s *Source) Link() packet.LinkType { return 0 }
 
 // Stats returns ErrUnsupported.
-func (s *Source) Stats() (Stats, error) { return Stats{}, ErrUnsupported }
+func (s *Source) Stats() (RingStats, error) { return RingStats{}, ErrUnsupported }
 
 // FanoutGroup reports no group.
 func (s *Source) FanoutGroup() (uint16, bool) { return 0, false }

@@ -1,10 +1,3 @@
-// Package afpacket is a live packet source reading a Linux AF_PACKET socket
-// through a TPACKET_V3 memory-mapped receive ring: the kernel fills blocks
-// of frames, user space walks them in place (zero copy) and hands each
-// block back when it moves past it. Several sources can share the traffic
-// of one interface through a PACKET_FANOUT group.
-//
-// On systems other than Linux, Open returns ErrUnsupported.
 package afpacket
 
 import (
@@ -14,7 +7,7 @@ import (
 	"time"
 )
 
-// Defaults and limits of Config.
+// Defaults and limits of RingConfig.
 const (
 	// 256 KiB blocks (order-6 pages): setting up a ring of 1 MiB blocks
 	// made the kernel compact memory, 0.22 s of CPU for 64 MiB against
@@ -55,8 +48,8 @@ const fanoutFlags = FanoutFlagRollover | FanoutFlagUniqueID | FanoutFlagIgnoreOu
 // ErrUnsupported is returned by Open on systems without AF_PACKET.
 var ErrUnsupported = errors.New("afpacket: AF_PACKET is only available on Linux")
 
-// Config describes one AF_PACKET ring. Zero values get the defaults.
-type Config struct {
+// RingConfig describes one AF_PACKET ring. Zero values get the defaults.
+type RingConfig struct {
 	Iface     string        // interface name (in the current network namespace); required
 	BlockSize int           // ring block size in bytes (default 1 MiB; a power of two, at least the page size)
 	NumBlocks int           // number of ring blocks (default 64; at least 2)
@@ -87,10 +80,10 @@ type Fanout struct {
 	Mode  int    // FanoutHash (default) … FanoutQM, optionally OR-ed with FanoutFlag*
 }
 
-// Stats are the kernel's counters for the socket (PACKET_STATISTICS),
+// RingStats are the kernel's counters for the socket (PACKET_STATISTICS),
 // accumulated since Open (the kernel resets its copy on every read), plus
 // the source's own.
-type Stats struct {
+type RingStats struct {
 	Packets     uint64 // packets the socket accepted (tp_packets; includes Drops)
 	Drops       uint64 // packets dropped because the ring was full (tp_drops)
 	FreezeQueue uint64 // times the ring was frozen because no block was free (tp_freeze_q_cnt)
@@ -99,10 +92,10 @@ type Stats struct {
 
 // normalize returns cfg with the defaults filled in, or an error naming
 // the first invalid field. pageSize is the system page size.
-func (cfg Config) normalize(pageSize int) (Config, error) {
+func (cfg RingConfig) normalize(pageSize int) (RingConfig, error) {
 	c := cfg
 	if c.Iface == "" {
-		return c, errors.New("afpacket: Config.Iface is empty")
+		return c, errors.New("afpacket: RingConfig.Iface is empty")
 	}
 	if len(c.Iface) > 15 { // IFNAMSIZ-1
 		return c, fmt.Errorf("afpacket: interface name %q longer than 15 bytes", c.Iface)
@@ -152,4 +145,4 @@ func (cfg Config) normalize(pageSize int) (Config, error) {
 
 // Validate returns cfg with the defaults filled in, or an error naming the
 // first invalid field, without opening anything.
-func (cfg Config) Validate() (Config, error) { return cfg.normalize(os.Getpagesize()) }
+func (cfg RingConfig) Validate() (RingConfig, error) { return cfg.normalize(os.Getpagesize()) }

@@ -8,17 +8,17 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c, err := Config{Iface: "eth0"}.normalize(4096)
+	c, err := RingConfig{Iface: "eth0"}.normalize(4096)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Iface: "eth0", BlockSize: 256 << 10, NumBlocks: 64, FrameSize: 2048, Timeout: 50 * time.Millisecond}
+	want := RingConfig{Iface: "eth0", BlockSize: 256 << 10, NumBlocks: 64, FrameSize: 2048, Timeout: 50 * time.Millisecond}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults: got %+v, want %+v", c, want)
 	}
 	// Explicit values are kept; Fanout is copied.
 	fo := &Fanout{Group: 7, Mode: FanoutLB | FanoutFlagDefrag}
-	in := Config{Iface: "lo", BlockSize: 8192, NumBlocks: 2, FrameSize: 80, Timeout: time.Millisecond, Fanout: fo}
+	in := RingConfig{Iface: "lo", BlockSize: 8192, NumBlocks: 2, FrameSize: 80, Timeout: time.Millisecond, Fanout: fo}
 	c, err = in.normalize(4096)
 	if err != nil {
 		t.Fatal(err)
@@ -34,27 +34,27 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		cfg  RingConfig
 		want string // substring of the error
 	}{
-		{"no iface", Config{}, "Iface is empty"},
-		{"long iface", Config{Iface: "0123456789abcdef"}, "longer than 15"},
-		{"block not power of two", Config{Iface: "x", BlockSize: 3 * 4096}, "BlockSize"},
-		{"block below page", Config{Iface: "x", BlockSize: 2048}, "BlockSize"},
-		{"negative block", Config{Iface: "x", BlockSize: -1}, "BlockSize"},
-		{"one block", Config{Iface: "x", NumBlocks: 1}, "NumBlocks"},
-		{"too many blocks", Config{Iface: "x", NumBlocks: MaxNumBlocks + 1}, "NumBlocks"},
-		{"ring too big", Config{Iface: "x", BlockSize: 1 << 30, NumBlocks: 8}, "exceeds"},
-		{"frame unaligned", Config{Iface: "x", FrameSize: 2008}, "FrameSize"},
-		{"frame too small", Config{Iface: "x", FrameSize: 64}, "FrameSize"},
-		{"frame above block", Config{Iface: "x", BlockSize: 4096, FrameSize: 8192}, "FrameSize"},
-		{"timeout sub-ms", Config{Iface: "x", Timeout: time.Microsecond}, "Timeout"},
-		{"timeout negative", Config{Iface: "x", Timeout: -time.Second}, "Timeout"},
-		{"timeout huge", Config{Iface: "x", Timeout: 2 * time.Hour}, "Timeout"},
-		{"fanout mode", Config{Iface: "x", Fanout: &Fanout{Mode: 6}}, "Fanout.Mode"},
-		{"fanout flag", Config{Iface: "x", Fanout: &Fanout{Mode: 0x0800}}, "Fanout.Mode"},
-		{"unique id with a group", Config{Iface: "x", Fanout: &Fanout{Group: 7, Mode: FanoutFlagUniqueID}}, "Group 0"},
-		{"fanout negative", Config{Iface: "x", Fanout: &Fanout{Mode: -1}}, "Fanout.Mode"},
+		{"no iface", RingConfig{}, "Iface is empty"},
+		{"long iface", RingConfig{Iface: "0123456789abcdef"}, "longer than 15"},
+		{"block not power of two", RingConfig{Iface: "x", BlockSize: 3 * 4096}, "BlockSize"},
+		{"block below page", RingConfig{Iface: "x", BlockSize: 2048}, "BlockSize"},
+		{"negative block", RingConfig{Iface: "x", BlockSize: -1}, "BlockSize"},
+		{"one block", RingConfig{Iface: "x", NumBlocks: 1}, "NumBlocks"},
+		{"too many blocks", RingConfig{Iface: "x", NumBlocks: MaxNumBlocks + 1}, "NumBlocks"},
+		{"ring too big", RingConfig{Iface: "x", BlockSize: 1 << 30, NumBlocks: 8}, "exceeds"},
+		{"frame unaligned", RingConfig{Iface: "x", FrameSize: 2008}, "FrameSize"},
+		{"frame too small", RingConfig{Iface: "x", FrameSize: 64}, "FrameSize"},
+		{"frame above block", RingConfig{Iface: "x", BlockSize: 4096, FrameSize: 8192}, "FrameSize"},
+		{"timeout sub-ms", RingConfig{Iface: "x", Timeout: time.Microsecond}, "Timeout"},
+		{"timeout negative", RingConfig{Iface: "x", Timeout: -time.Second}, "Timeout"},
+		{"timeout huge", RingConfig{Iface: "x", Timeout: 2 * time.Hour}, "Timeout"},
+		{"fanout mode", RingConfig{Iface: "x", Fanout: &Fanout{Mode: 6}}, "Fanout.Mode"},
+		{"fanout flag", RingConfig{Iface: "x", Fanout: &Fanout{Mode: 0x0800}}, "Fanout.Mode"},
+		{"unique id with a group", RingConfig{Iface: "x", Fanout: &Fanout{Group: 7, Mode: FanoutFlagUniqueID}}, "Group 0"},
+		{"fanout negative", RingConfig{Iface: "x", Fanout: &Fanout{Mode: -1}}, "Fanout.Mode"},
 	} {
 		_, err := tc.cfg.normalize(4096)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -65,7 +65,7 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 	// Larger pages raise the minimum block size.
-	if _, err := (Config{Iface: "x", BlockSize: 4096}).normalize(16384); err == nil {
+	if _, err := (RingConfig{Iface: "x", BlockSize: 4096}).normalize(16384); err == nil {
 		t.Error("4 KiB block accepted with 16 KiB pages")
 	}
 }

@@ -49,7 +49,7 @@ func (s *Source) Next(f *source.Frame) error { return s.next(f, -1) }
 
 // NextTimeout is Next waiting at most d (0: do not wait); it returns
 // os.ErrDeadlineExceeded if no frame arrived in time. Frames are handed to
-// user space a block at a time, so a frame may wait up to Config.Timeout
+// user space a block at a time, so a frame may wait up to RingConfig.Timeout
 // in a partly filled block before it becomes visible.
 func (s *Source) NextTimeout(f *source.Frame, d time.Duration) error {
 	return s.next(f, max(d, 0))

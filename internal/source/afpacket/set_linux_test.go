@@ -12,7 +12,7 @@ import (
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/source"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // udpDstPort is a hand-assembled filter: IPv4 (no options) UDP to port.
@@ -33,7 +33,7 @@ func udpDstPort(port uint16) []Instruction {
 // see every datagram; a Set reads both to the end, and a filter attached
 // before bind lets through exactly the datagrams it names.
 func TestSetReadsEveryMember(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	const n, size, port, other = 300, 100, 42001, 42002
 	set, err := NewSet()
 	if err != nil {
@@ -50,7 +50,7 @@ func TestSetReadsEveryMember(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, p := range []int{port, other} {
-		if sent, recv, err := testbed.SendUDP(ctx, pr.A, pr.B, false, p, n, size); err != nil || sent != n || recv != n {
+		if sent, recv, err := testhost.SendUDP(ctx, pr.A, pr.B, false, p, n, size); err != nil || sent != n || recv != n {
 			t.Fatalf("SendUDP: sent %d received %d: %v", sent, recv, err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestSetReadsEveryMember(t *testing.T) {
 // TestSetRingError: deleting a member's interface surfaces as a
 // *RingError naming that member.
 func TestSetRingError(t *testing.T) {
-	pr := testbed.NewPair(t)
+	pr := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if out, err := pr.B.Exec(ctx, "ip", "link", "add", "wtveth0", "type", "veth", "peer", "name", "wtveth1"); err != nil {

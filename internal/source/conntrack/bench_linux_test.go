@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestCaptureDump1000 rewrites testdata/dump1000.bin.gz, the replay input
@@ -20,8 +20,8 @@ func TestCaptureDump1000(t *testing.T) {
 		t.Skip("only with -capture")
 	}
 	pr := trackedPair(t)
-	testbed.ManyUDP(t, pr.A, pr.B, false, 7000, 20000, 600)
-	testbed.ManyUDP(t, pr.A, pr.B, true, 7000, 30000, 400)
+	testhost.ManyUDP(t, pr.A, pr.B, false, 7000, 20000, 600)
+	testhost.ManyUDP(t, pr.A, pr.B, true, 7000, 30000, 400)
 	conns, raw := dump(t, pr.B)
 	if len(conns) != 1000 {
 		t.Fatalf("%d entries, want 1000", len(conns))
@@ -37,8 +37,8 @@ func TestDumpMany(t *testing.T) {
 	pr := trackedPair(t)
 	const port = 7000
 	want := map[bool]map[uint16][2]uint64{
-		false: testbed.ManyUDP(t, pr.A, pr.B, false, port, 20000, 2000),
-		true:  testbed.ManyUDP(t, pr.A, pr.B, true, port, 40000, 1000),
+		false: testhost.ManyUDP(t, pr.A, pr.B, false, port, 20000, 2000),
+		true:  testhost.ManyUDP(t, pr.A, pr.B, true, port, 40000, 1000),
 	}
 	s, err := Open(Config{Netns: pr.B.Do, BufSize: 8192})
 	if err != nil {
@@ -106,8 +106,8 @@ func TestDumpMany(t *testing.T) {
 func BenchmarkDump(b *testing.B) {
 	pr := trackedPair(b)
 	const perFamily = 5000
-	testbed.ManyUDP(b, pr.A, pr.B, false, 7000, 20000, perFamily)
-	testbed.ManyUDP(b, pr.A, pr.B, true, 7000, 20000, perFamily)
+	testhost.ManyUDP(b, pr.A, pr.B, false, 7000, 20000, perFamily)
+	testhost.ManyUDP(b, pr.A, pr.B, true, 7000, 20000, perFamily)
 	s, err := Open(Config{Netns: pr.B.Do})
 	if err != nil {
 		b.Fatal(err)

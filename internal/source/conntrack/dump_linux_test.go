@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // capture rewrites testdata/ from a live kernel: go test -run TestDump -capture.
@@ -28,11 +28,11 @@ var capture = flag.Bool("capture", false, "rewrite testdata/ with messages captu
 // trackedPair builds a test host pair where B tracks connections with
 // accounting and timestamps on: an nftables rule with a ct expression
 // makes the kernel hook conntrack into B's namespace.
-func trackedPair(t testing.TB) *testbed.Pair {
+func trackedPair(t testing.TB) *testhost.Pair {
 	t.Helper()
-	testbed.Skip(t)
-	nft := testbed.Need(t, "nft", "nftables")
-	pr := testbed.NewPair(t)
+	testhost.Skip(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	pr := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rules := "add table inet weirct; add chain inet weirct in { type filter hook input priority 0 ; } ; add rule inet weirct in ct state new counter"
@@ -56,7 +56,7 @@ func trackedPair(t testing.TB) *testbed.Pair {
 }
 
 // dump reads h's whole conntrack table with a Socket opened in h.
-func dump(t testing.TB, h *testbed.Host) (conns []Conn, raw []byte) {
+func dump(t testing.TB, h *testhost.Host) (conns []Conn, raw []byte) {
 	t.Helper()
 	s, err := Open(Config{Netns: h.Do})
 	if err != nil {
@@ -139,7 +139,7 @@ func TestDump(t *testing.T) {
 	}
 	udp := []udpFlow{{false, 5001, 7, 100}, {false, 5002, 1, 1}, {true, 5003, 13, 900}, {true, 5004, 3, 0}}
 	for _, f := range udp {
-		if _, _, err := testbed.SendUDP(ctx, pr.A, pr.B, f.v6, f.port, f.count, f.size); err != nil {
+		if _, _, err := testhost.SendUDP(ctx, pr.A, pr.B, f.v6, f.port, f.count, f.size); err != nil {
 			t.Fatalf("udp %+v: %v", f, err)
 		}
 	}
@@ -147,11 +147,11 @@ func TestDump(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
 		ping(t, pr.A, pr.B.Addr(v6), echoID, echoes, echoSize)
 	}
-	stopWitness := testbed.Dumpcap(t, pr.B)
+	stopWitness := testhost.Dumpcap(t, pr.B)
 	tcpPorts := map[uint16]bool{}
 	for i, v6 := range []bool{false, true, false, true} {
 		port, total := 6000+i, 1+i*70001
-		if _, err := testbed.TCPTransfer(ctx, pr.A, pr.B, v6, port, total, 1000+i*3000); err != nil {
+		if _, err := testhost.TCPTransfer(ctx, pr.A, pr.B, v6, port, total, 1000+i*3000); err != nil {
 			t.Fatalf("tcp %d: %v", i, err)
 		}
 		tcpPorts[uint16(port)] = true
@@ -209,7 +209,7 @@ func TestDump(t *testing.T) {
 		}
 	}
 
-	witness := testbed.TsharkTCP(t, file, tcpPorts)
+	witness := testhost.TsharkTCP(t, file, tcpPorts)
 	for i, v6 := range []bool{false, true, false, true} {
 		port := uint16(6000 + i)
 		got := find(conns, unix.IPPROTO_TCP, pr.A.Addr(v6), pr.B.Addr(v6), port)
@@ -235,9 +235,9 @@ func TestDump(t *testing.T) {
 // compareTool checks every entry against `conntrack -L -o extended` run
 // in h: the same tuples and per-direction packets and bytes. It skips when
 // the tool is missing (fails under CI, where scripts/deps.sh installs it).
-func compareTool(t *testing.T, h *testbed.Host, conns []Conn) {
+func compareTool(t *testing.T, h *testhost.Host, conns []Conn) {
 	t.Helper()
-	bin := testbed.Need(t, "conntrack", "conntrack")
+	bin := testhost.Need(t, "conntrack", "conntrack")
 	out, err := h.Exec(context.Background(), bin, "-L", "-o", "extended")
 	if err != nil {
 		t.Fatalf("conntrack -L: %v: %s", err, out)
@@ -305,7 +305,7 @@ func ourKey(c *Conn) (key, val string) {
 // ping sends n ICMP (or ICMPv6) echo requests of size payload bytes with
 // identifier id from h to dst over a raw socket, paced so every echo reply
 // comes back before the next request.
-func ping(t testing.TB, h *testbed.Host, dst netip.Addr, id uint16, n, size int) {
+func ping(t testing.TB, h *testhost.Host, dst netip.Addr, id uint16, n, size int) {
 	t.Helper()
 	err := h.Do(func() error {
 		af, proto, typ := unix.AF_INET6, unix.IPPROTO_ICMPV6, byte(128)

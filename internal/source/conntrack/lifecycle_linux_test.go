@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // shortTimeouts are the kernel timeouts of issue 22's reproduction: a
@@ -163,7 +163,7 @@ func checkLifecycle(t *testing.T, recs []flow.Record, final map[ctKey]ctFinal, k
 type tcpConn struct{ *net.TCPConn }
 
 // tcpOpen connects from h to dst and returns the connection and its port.
-func tcpOpen(t *testing.T, h *testbed.Host, dst netip.AddrPort) (*tcpConn, uint16) {
+func tcpOpen(t *testing.T, h *testhost.Host, dst netip.AddrPort) (*tcpConn, uint16) {
 	t.Helper()
 	var c *net.TCPConn
 	err := h.Do(func() error {
@@ -216,7 +216,7 @@ func (c *tcpConn) finish(t *testing.T, n, resp int) {
 type udpConn struct{ *net.UDPConn }
 
 // udpOpen opens a connected UDP socket from h to dst.
-func udpOpen(t *testing.T, h *testbed.Host, dst netip.AddrPort) (*udpConn, uint16) {
+func udpOpen(t *testing.T, h *testhost.Host, dst netip.AddrPort) (*udpConn, uint16) {
 	t.Helper()
 	var c *net.UDPConn
 	err := h.Do(func() (err error) {
@@ -252,7 +252,7 @@ func (c *udpConn) roundTrip(t *testing.T, size int) {
 // what conntrack -D printed, and none is empty.
 func TestVanishBeforeDestroyKernel(t *testing.T) {
 	pr := trackedPair(t)
-	ct := testbed.Need(t, "conntrack", "conntrack")
+	ct := testhost.Need(t, "conntrack", "conntrack")
 	echoUDP(t, pr.B, 7400)
 	ev, err := OpenEvents(EventsConfig{Netns: pr.B.Do})
 	if err != nil {

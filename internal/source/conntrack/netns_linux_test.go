@@ -13,15 +13,15 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestIdentifyNetns: a test host's namespace is named as ip netns lists
 // it, with the inode of its /run/netns file; the test's own namespace has
 // the inode /proc/self/ns/net shows.
 func TestIdentifyNetns(t *testing.T) {
-	testbed.Skip(t)
-	pr := testbed.NewPair(t)
+	testhost.Skip(t)
+	pr := testhost.NewPair(t)
 	n, err := IdentifyNetns(pr.B.Do)
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +51,9 @@ func TestIdentifyNetns(t *testing.T) {
 // it in its stats. Once a ct rule hooks conntrack in, connections are
 // tracked and the flag clears.
 func TestSourceUntracked(t *testing.T) {
-	testbed.Skip(t)
-	nft := testbed.Need(t, "nft", "nftables")
-	pr := testbed.NewPair(t)
+	testhost.Skip(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	pr := testhost.NewPair(t)
 	echoUDP(t, pr.B, 7500)
 	var mu sync.Mutex
 	var logs []string

@@ -62,7 +62,7 @@ const MinBufSize = 8 << 10
 // caller's network namespace.
 type Config struct {
 	// Netns, if set, runs fn on a thread inside the network namespace to
-	// read (netdev.InNetns; tests use testbed.Host.Do). The socket is
+	// read (netdev.InNetns; tests use testhost.Host.Do). The socket is
 	// created there and stays bound to that namespace.
 	Netns func(fn func() error) error
 	// BufSize is the size of the receive buffer (DefaultBufSize if 0,

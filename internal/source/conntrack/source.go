@@ -14,7 +14,7 @@ const DefaultPollInterval = 5 * time.Second
 // namespace, both families, with events, every DefaultPollInterval.
 type SourceConfig struct {
 	// Netns, if set, runs fn inside the network namespace whose table
-	// to read (netdev.InNetns; tests use testbed.Host.Do).
+	// to read (netdev.InNetns; tests use testhost.Host.Do).
 	Netns func(fn func() error) error
 	// PollInterval is the time between two full dumps; records are
 	// exported after each (DefaultPollInterval if 0).

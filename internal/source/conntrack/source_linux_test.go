@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // runSource starts a Source in h and returns a stop function that ends
 // Run and returns every record it emitted (copies).
-func runSource(t *testing.T, h *testbed.Host, cfg SourceConfig) (*Source, func() []flow.Record) {
+func runSource(t *testing.T, h *testhost.Host, cfg SourceConfig) (*Source, func() []flow.Record) {
 	t.Helper()
 	var mu sync.Mutex
 	var recs []flow.Record
@@ -62,7 +62,7 @@ func runSource(t *testing.T, h *testbed.Host, cfg SourceConfig) (*Source, func()
 
 // echoUDP answers each UDP datagram to port in h with its first half
 // (halved, so the two directions differ) until the test ends.
-func echoUDP(t *testing.T, h *testbed.Host, port int) {
+func echoUDP(t *testing.T, h *testhost.Host, port int) {
 	t.Helper()
 	var c *net.UDPConn
 	err := h.Do(func() (err error) {
@@ -88,7 +88,7 @@ func echoUDP(t *testing.T, h *testbed.Host, port int) {
 // exchange sends k datagrams of size bytes from h to dst, one at a time,
 // each answered (size/2 bytes, echoUDP) before the next; it returns the
 // client's port.
-func exchange(t *testing.T, h *testbed.Host, dst netip.AddrPort, k, size int) uint16 {
+func exchange(t *testing.T, h *testhost.Host, dst netip.AddrPort, k, size int) uint16 {
 	t.Helper()
 	var port uint16
 	err := h.Do(func() error {
@@ -154,9 +154,9 @@ func sum(recs []flow.Record, match func(*flow.Record) bool) (tot flow.Record, n 
 // backend:8080, and packets and IP bytes exact both ways; the start time
 // (the kernel's timestamp) inside the traffic's span.
 func TestSourceNAT(t *testing.T) {
-	testbed.Skip(t)
-	nft := testbed.Need(t, "nft", "nftables")
-	n := testbed.NewNet(t, testbed.Router, 2)
+	testhost.Skip(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	n := testhost.NewNet(t, testhost.Router, 2)
 	cli, be := n.Hosts[0], n.Hosts[1]
 	// The service address is the hub's own address facing the backend:
 	// an address of this test's namespaces, which nothing else answers on
@@ -243,7 +243,7 @@ func splitLines(s string) []string {
 // test depends on them.
 func TestSourceEvents(t *testing.T) {
 	pr := trackedPair(t)
-	ct := testbed.Need(t, "conntrack", "conntrack")
+	ct := testhost.Need(t, "conntrack", "conntrack")
 	echoUDP(t, pr.B, 7000)
 	for _, noEvents := range []bool{false, true} {
 		t.Run(fmt.Sprintf("events=%v", !noEvents), func(t *testing.T) {
@@ -284,7 +284,7 @@ func TestSourceEventOverrun(t *testing.T) {
 	pr := trackedPair(t)
 	s, stop := runSource(t, pr.B, SourceConfig{PollInterval: time.Hour, EventBuf: 4096,
 		Store: StoreConfig{ActiveTimeout: time.Hour, IdleTimeout: time.Hour}})
-	want := testbed.ManyUDP(t, pr.A, pr.B, false, 7100, 20000, 3000)
+	want := testhost.ManyUDP(t, pr.A, pr.B, false, 7100, 20000, 3000)
 	time.Sleep(200 * time.Millisecond)
 	recs := stop()
 	got := map[uint16][2]uint64{}

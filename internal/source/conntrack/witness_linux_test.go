@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // This file holds the independent witness of the lifecycle tests: the
@@ -53,9 +53,9 @@ type witness struct {
 // startWitness runs conntrack -E in h until the test ends and returns
 // once the listener reported an event of a marker datagram sent from
 // from to h, so no later event is missed.
-func startWitness(t *testing.T, h, from *testbed.Host) *witness {
+func startWitness(t *testing.T, h, from *testhost.Host) *witness {
 	t.Helper()
-	bin := testbed.Need(t, "conntrack", "conntrack")
+	bin := testhost.Need(t, "conntrack", "conntrack")
 	w := &witness{destroyed: map[ctKey]ctFinal{}, seen: map[ctKey]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	// The child inherits the namespace of the thread that starts it.
@@ -81,7 +81,7 @@ func startWitness(t *testing.T, h, from *testbed.Host) *witness {
 		_ = cmd.Wait()
 	})
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		port := testbed.SendDatagrams(t, from, netip.AddrPortFrom(h.Addr4, 9), 1, 8)
+		port := testhost.SendDatagrams(t, from, netip.AddrPortFrom(h.Addr4, 9), 1, 8)
 		if w.wait(func() bool { return w.seen[ctKey{17, port, 9}] }, 500*time.Millisecond) {
 			return w
 		}
@@ -191,7 +191,7 @@ func parseEvent(line string) (ctKey, ctFinal, bool) {
 
 // setTimeouts sets conntrack timeouts (seconds) in h's namespace, where
 // they are per namespace, for entries created from now on.
-func setTimeouts(t *testing.T, h *testbed.Host, kv map[string]int) {
+func setTimeouts(t *testing.T, h *testhost.Host, kv map[string]int) {
 	t.Helper()
 	err := h.Do(func() error {
 		for k, v := range kv {
@@ -209,7 +209,7 @@ func setTimeouts(t *testing.T, h *testbed.Host, kv map[string]int) {
 // tcpServer accepts connections on h:port until the test ends; each
 // reads a request of reqSize bytes, answers respSize bytes and reads on
 // until the client closes (FIN or RST), then closes its side.
-func tcpServer(t *testing.T, h *testbed.Host, port, reqSize, respSize int) {
+func tcpServer(t *testing.T, h *testhost.Host, port, reqSize, respSize int) {
 	t.Helper()
 	var ln *net.TCPListener
 	err := h.Do(func() (err error) {
@@ -249,7 +249,7 @@ func tcpServer(t *testing.T, h *testbed.Host, port, reqSize, respSize int) {
 // tcpClient opens a connection from h to dst, sends reqSize bytes,
 // reads respSize and closes: with FIN, or with RST (linger 0) if rst.
 // It returns the client's port.
-func tcpClient(t *testing.T, h *testbed.Host, dst netip.AddrPort, reqSize, respSize int, rst bool) uint16 {
+func tcpClient(t *testing.T, h *testhost.Host, dst netip.AddrPort, reqSize, respSize int, rst bool) uint16 {
 	t.Helper()
 	var port uint16
 	err := h.Do(func() error {

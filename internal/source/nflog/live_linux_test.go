@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // capture rewrites testdata/real.bin from a live kernel:
@@ -26,9 +26,9 @@ var capture = flag.Bool("capture", false, "rewrite testdata/real.bin with NFLOG 
 // packets and IP bytes per flow (beyond the 128-byte copy range), the
 // prefix as the kernel sends it, hook and input interface, no losses.
 func TestLiveDeny(t *testing.T) {
-	testbed.Skip(t)
-	nft := testbed.Need(t, "nft", "nftables")
-	pr := testbed.NewPair(t)
+	testhost.Skip(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	pr := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rules := `add table inet weirnflog
@@ -60,8 +60,8 @@ add rule inet weirnflog in tcp dport 7778 log prefix "weir-tcp" group 5 drop`
 	}
 
 	const n4, n6, size = 10, 7, 300
-	sport4 := testbed.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr4, 7777), n4, size)
-	sport6 := testbed.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr6, 7777), n6, size)
+	sport4 := testhost.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr4, 7777), n4, size)
+	sport6 := testhost.SendDatagrams(t, pr.A, netip.AddrPortFrom(pr.B.Addr6, 7777), n6, size)
 	// A TCP connect to a dropped port: the SYN at 0 s and its retransmission
 	// at 1 s (initial RTO) fall inside the 2.2 s timeout; the next would be at 3 s.
 	err = pr.A.Do(func() error {

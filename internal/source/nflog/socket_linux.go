@@ -61,7 +61,7 @@ const (
 // Config configures a Socket.
 type Config struct {
 	// Netns, if set, runs fn on a thread inside the network namespace whose
-	// firewall logs (netdev.InNetns; tests use testbed.Host.Do). NFLOG
+	// firewall logs (netdev.InNetns; tests use testhost.Host.Do). NFLOG
 	// groups are per namespace.
 	Netns func(fn func() error) error
 	// Group is the NFLOG group (nft "log group N"). Only one socket per

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/testbed"
+	"github.com/weir-dev/weir/internal/testhost"
 )
 
 // TestSourceDeny runs a Source on two NFLOG groups of host B, whose rules
@@ -19,9 +19,9 @@ import (
 // without its trailing space as the rule, B's interface, exact packets
 // and IP bytes, nothing counted the other way.
 func TestSourceDeny(t *testing.T) {
-	testbed.Skip(t)
-	nft := testbed.Need(t, "nft", "nftables")
-	pr := testbed.NewPair(t)
+	testhost.Skip(t)
+	nft := testhost.Need(t, "nft", "nftables")
+	pr := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rules := `add table inet weirdeny
@@ -61,7 +61,7 @@ add rule inet weirdeny in udp dport 7002 log prefix "deny-b" group 8 drop`
 		{dst: pr.B.Addr4, dport: 7002, n: 3, size: 10, rule: "deny-b", ipHeader: 20},
 	}
 	for _, w := range wants {
-		w.sport = testbed.SendDatagrams(t, pr.A, netip.AddrPortFrom(w.dst, w.dport), w.n, w.size)
+		w.sport = testhost.SendDatagrams(t, pr.A, netip.AddrPortFrom(w.dst, w.dport), w.n, w.size)
 	}
 	time.Sleep(300 * time.Millisecond) // the kernel flushes its batch every 100 ms
 	stop()

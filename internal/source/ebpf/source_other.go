@@ -1,0 +1,28 @@
+//go:build !linux
+
+package ebpf
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weir-dev/weir/internal/sink"
+)
+
+// ErrUnsupported: eBPF needs Linux.
+var ErrUnsupported = errors.New("kflow: the eBPF source needs Linux")
+
+// Source is the eBPF source; on this system New always fails.
+type Source struct{}
+
+// New returns ErrUnsupported.
+func New(cfg Config, out sink.Sink) (*Source, error) { return nil, ErrUnsupported }
+
+// Run returns ErrUnsupported.
+func (s *Source) Run(ctx context.Context) error { return ErrUnsupported }
+
+// Stats returns zero counters.
+func (s *Source) Stats() Stats { return Stats{} }
+
+// Close does nothing.
+func (s *Source) Close() error { return nil }

@@ -1,4 +1,0 @@
-package testbed
-
-// sysSetns is setns(2)'s number; package syscall does not define it on 386.
-const sysSetns = 346

@@ -1,8 +1,0 @@
-//go:build linux && !amd64 && !386
-
-package testbed
-
-import "syscall"
-
-// sysSetns is setns(2)'s number.
-const sysSetns = syscall.SYS_SETNS
