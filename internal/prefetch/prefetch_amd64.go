@@ -5,3 +5,9 @@ package prefetch
 //
 //go:noescape
 func Line(p uintptr)
+
+// Pair prefetches the cache lines holding p and q in one call: an entry
+// that may straddle two lines (prefetch its first and last word).
+//
+//go:noescape
+func Pair(p, q uintptr)

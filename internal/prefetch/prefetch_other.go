@@ -4,3 +4,6 @@ package prefetch
 
 // Line is a no-op where no assembly prefetch is provided.
 func Line(uintptr) {}
+
+// Pair is a no-op where no assembly prefetch is provided.
+func Pair(p, q uintptr) {}

@@ -12,3 +12,11 @@ func TestLine(t *testing.T) {
 	Line(0)
 	Line(^uintptr(0))
 }
+
+// TestPair: prefetching any two addresses, mapped or not, is harmless.
+func TestPair(t *testing.T) {
+	b := make([]byte, 4096)
+	p := uintptr(unsafe.Pointer(&b[0]))
+	Pair(p, p+88)
+	Pair(0, ^uintptr(0))
+}
