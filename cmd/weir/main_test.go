@@ -36,13 +36,17 @@ func TestMain(m *testing.M) {
 var errInjected = errors.New("injected store failure: no space left on device")
 
 // faultySink stands in for a store on a full disk ("fail": every write
-// takes 50 ms and fails) or a hung one ("hang": a write never returns).
+// takes 50 ms and fails) or a hung one ("hang": a write never returns;
+// "hangclose": writes reach the store, Close never returns).
 type faultySink struct {
 	mode  string
 	inner sink.Sink
 }
 
 func (f *faultySink) Write(recs []flow.Record) error {
+	if f.mode == "hangclose" {
+		return f.inner.Write(recs)
+	}
 	if f.mode == "hang" {
 		time.Sleep(24 * time.Hour) // a hung disk: never returns (a timer, not a deadlock)
 	}
@@ -51,7 +55,7 @@ func (f *faultySink) Write(recs []flow.Record) error {
 }
 
 func (f *faultySink) Close() error {
-	if f.mode == "hang" {
+	if f.mode == "hang" || f.mode == "hangclose" {
 		time.Sleep(24 * time.Hour)
 	}
 	f.inner.Close()

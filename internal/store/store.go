@@ -141,6 +141,9 @@ type Stats struct {
 	// buffered when Close gave up, or written after Close.
 	DroppedRows int64
 	PendingRows int64 // records buffered now
+	// Abandoned: Close gave up on a write that did not return; the
+	// records then buffered are already counted in DroppedRows.
+	Abandoned bool
 	// WriteErrors counts failed writeouts by reason (WriteErrorReasons).
 	WriteErrors      map[string]int64
 	PrunedPartitions int64
@@ -398,7 +401,7 @@ func (s *Store) Stats() Stats {
 		BlocksWritten: s.blocksWritten.Load(), RowsWritten: s.rowsWritten.Load(),
 		BytesWritten: s.bytesWritten.Load(), BytesOnDisk: s.bytesOnDisk.Load(),
 		CorruptBlocks: s.corruptBlocks.Load(), CorruptIndexes: s.corruptIndexes.Load(),
-		DroppedRows: s.droppedRows.Load(), PendingRows: s.pendingRows.Load(),
+		DroppedRows: s.droppedRows.Load(), PendingRows: s.pendingRows.Load(), Abandoned: s.abandoned.Load(),
 		PrunedPartitions: s.prunedParts.Load(), PrunedBlocks: s.prunedBlocks.Load(),
 		PrunedRows: s.prunedRows.Load(), PrunedBytes: s.prunedBytes.Load(),
 		Warnings: w,
