@@ -273,14 +273,23 @@ func caseGarbage(r *result) {
 	m, _ := waitMetric(c.metrics, 30*time.Second, func(m map[string]float64) bool {
 		return m["weir_collector_records_total"] >= float64(sent)
 	})
+	// The store's queue drains (it may lag while a writeout of many
+	// partitions runs), then SIGINT: what is still buffered is written
+	// at exit or counted lost.
+	drained := true
+	if _, drained = waitMetric(c.metrics, 30*time.Second, func(m map[string]float64) bool {
+		return m[`weir_sink_records_total{sink="store"}`] >= float64(sent)
+	}); !drained {
+		r.failf("the store's queue took more than 30 s to take %d records", sent)
+	}
 	elapsed := time.Since(t0)
 	took, ok := c.stop(syscall.SIGINT, 30*time.Second)
 	if !ok || took > 5*time.Second {
 		r.failf("SIGINT took %v", took)
 	}
 	stderr := c.errText()
-	written, _ := statNumber(stderr, "store: ")
-	blocks, _ := statNumber(stderr[strings.Index(stderr, "store: "):], " records in ")
+	written, _ := statNumber(storeLine(stderr), "store: ")
+	blocks, _ := statNumber(storeLine(stderr), " records in ")
 	dropped := storeDropped(stderr)
 	r.lost = int64(sent) - written
 	if r.lost != dropped {
