@@ -10,7 +10,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
 
-.PHONY: run replay test bench fuzz build sample generate web deps-run deps-test clean
+.PHONY: run replay test bench fuzz chaos build sample generate web deps-run deps-test clean
 
 # IFACE: the interface `make run` watches: the default route's, else every one.
 IFACE     ?= $(shell ip -o route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($$i == "dev") { print $$(i+1); exit }}')
@@ -39,6 +39,12 @@ bench: build
 ## fuzz: run every fuzz target for FUZZTIME each (default 60s)
 fuzz: deps-run
 	scripts/fuzz.sh $(FUZZTIME)
+
+## chaos: the hostile probes of docs/reliability.md against bin/weir (kill -9 during
+##        writes, full disk as root, damaged blocks, floods, slow clients): one table,
+##        at most 10 minutes, loopback only; fails if any case does
+chaos: deps-run
+	scripts/chaos.sh
 
 ## generate: recompile the eBPF program (internal/source/ebpf/bpf) with clang and refresh
 ##           its committed objects and Go bindings; a normal build does not need it

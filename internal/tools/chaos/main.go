@@ -83,6 +83,7 @@ func main() {
 		{"damaged-blocks", caseDamage},
 		{"domain-flood", caseDomainFlood},
 		{"template-flood", caseTemplateFlood},
+		{"template-flood-64-sources", caseTemplateFloodSpread},
 		{"garbage-names-times", caseGarbage},
 		{"slow-clients", caseSlowClients},
 		{"tls-export-refused", caseTLSRefused},

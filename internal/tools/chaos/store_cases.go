@@ -256,7 +256,7 @@ func caseDiskFull(r *result) {
 // storeDropped is what the --stats output counts as not written by the
 // store: its dropped records plus what its queue dropped or lost.
 func storeDropped(stderr string) int64 {
-	n := numberBefore(storeLine(stderr), " records dropped")
+	n := numberBefore(storeLine(stderr), " records dropped") + numberBefore(storeLine(stderr), " records still buffered at exit")
 	for _, l := range strings.Split(stderr, "\n") {
 		if strings.HasPrefix(l, "sink queue  store: ") {
 			n += numberBefore(l, " dropped") + numberBefore(l, " lost")
