@@ -231,7 +231,8 @@ func templateFlood(r *result, sources int) {
 		r.failf("flood: %v", err)
 	}
 	flood := time.Since(t0)
-	got, err := deliver(c, "ipfix+udp://"+c.addrs[0], nil, 5000, 3)
+	floodEnd := time.Now()
+	got, err := deliverWithin(c, "ipfix+udp://"+c.addrs[0], nil, 5000, 3, 10*time.Second)
 	m, _ := metrics(c.metrics)
 	rss, hwm := procRSS(pid)
 	r.lost = 5000 - got
@@ -242,11 +243,10 @@ func templateFlood(r *result, sources int) {
 		r.failf("exporter lockout: after the flood %d of 5000 records of another exporter arrived (%v); %s", got, err, errorsByReason(m))
 		r.counted = "no"
 		// How long does it last? The flood's sessions never sent data.
-		t1 := time.Now()
-		for try := 0; try < 8 && time.Since(t1) < 2*dataless+10*time.Second; try++ {
-			time.Sleep(dataless / 4)
-			if n, _ := deliverWithin(c, "ipfix+udp://"+c.addrs[0], nil, 500, uint64(20+try), 3*time.Second); n == 500 {
-				lockout = fmt.Sprintf("; LOCKOUT until the flood's sessions expired (--dataless-timeout %v): records arrived again %.0f s after the flood", dataless, time.Since(t1).Seconds())
+		for try := 0; try < 16 && time.Since(floodEnd) < 2*dataless+15*time.Second; try++ {
+			time.Sleep(time.Second)
+			if n, _ := deliverWithin(c, "ipfix+udp://"+c.addrs[0], nil, 500, uint64(20+try), 2*time.Second); n == 500 {
+				lockout = fmt.Sprintf("; LOCKOUT until the flood's sessions expired (--dataless-timeout %v): records arrived again %.0f s after the flood ended", dataless, time.Since(floodEnd).Seconds())
 				break
 			}
 		}
