@@ -237,7 +237,7 @@ func caseDiskFull(r *result) {
 	// 2. a collector, stopped with SIGTERM while its store is full
 	r.tries++
 	os.RemoveAll(filepath.Join(mnt, "replay"))
-	okC, lostC, countedC := diskFullCollect(r, filepath.Join(mnt, "collect"))
+	okC, lostC, countedC, collectNote := diskFullCollect(r, filepath.Join(mnt, "collect"))
 	r.lost += lostC
 	if okC {
 		r.ok++
@@ -250,7 +250,7 @@ func caseDiskFull(r *result) {
 	default:
 		r.counted = "no"
 	}
-	r.note = fmt.Sprintf("256 KiB tmpfs; replay: %d records, %d JSON lines, %d stored, %d dropped and counted", records, jsonLines, written, dropped)
+	r.note = fmt.Sprintf("256 KiB tmpfs; replay: %d records, %d JSON lines, %d stored, %d counted dropped; %s", records, jsonLines, written, dropped, collectNote)
 }
 
 // storeDropped is what the --stats output counts as not written by the
@@ -291,19 +291,19 @@ func storeLine(stderr string) string {
 
 // diskFullCollect runs a collector writing to a full store, sends it
 // 40,000 records and stops it with SIGTERM.
-func diskFullCollect(r *result, dir string) (ok bool, lost int64, counted bool) {
+func diskFullCollect(r *result, dir string) (ok bool, lost int64, counted bool, note string) {
 	metricsAddr := freePort()
 	p, err := start(filepath.Join(workDir, "diskfull", "collect"), "collect", "--listen", "udp://127.0.0.1:0", "--data-dir", dir,
 		"--writeout", "200ms", "-o", "none", "--stats", "--metrics-addr", metricsAddr)
 	if err != nil {
 		r.failf("collect: %v", err)
-		return false, 0, false
+		return false, 0, false, ""
 	}
 	addrs, err := p.waitListening(1, 10*time.Second)
 	if err != nil {
 		p.stop(syscall.SIGKILL, 5*time.Second)
 		r.failf("collect: %v", err)
-		return false, 0, false
+		return false, 0, false, ""
 	}
 	recs := goodRecords(40000, 5, "eth0")
 	if _, err := export("ipfix+udp://"+addrOf(addrs[0]), nil, recs, 1); err != nil {
@@ -331,8 +331,8 @@ func diskFullCollect(r *result, dir string) (ok bool, lost int64, counted bool) 
 		r.failf("collect: stderr does not say the disk is full:\n%s", tail(stderr))
 		ok = false
 	}
-	vlogf("   collect: %d received, %d stored, %d dropped; SIGTERM took %v", received, written, dropped, took)
-	return ok, lost, counted
+	note = fmt.Sprintf("collect: %d received, %d stored, %d counted dropped or lost at exit, SIGTERM exit %v", received, written, dropped, took.Round(time.Millisecond))
+	return ok, lost, counted, note
 }
 
 // block is one block of a blocks file.
