@@ -86,6 +86,7 @@ func main() {
 		{"template-flood-64-sources", caseTemplateFloodSpread},
 		{"garbage-names-times", caseGarbage},
 		{"slow-clients", caseSlowClients},
+		{"slow-clients-128-sources", caseSlowManySources},
 		{"tls-export-refused", caseTLSRefused},
 		{"udp-overflow", caseUDPOverflow},
 	}

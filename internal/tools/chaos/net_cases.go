@@ -17,6 +17,10 @@ import (
 	"github.com/weir-dev/weir/internal/ipfix"
 )
 
+// slowHeader begins an IPFIX message of 65,535 bytes: a slowloris client
+// sends it, then a byte a second.
+var slowHeader = []byte{0, 10, 0xff, 0xff}
+
 // exportMsgs encodes recs as weir's IPFIX messages (templates first).
 func exportMsgs(recs []flow.Record) []exportMsg {
 	var msgs []exportMsg
@@ -106,7 +110,12 @@ func deliver(c *collector, url string, cfg *tls.Config, n int, seed uint64) (int
 	return deliverWithin(c, url, cfg, n, seed, 30*time.Second)
 }
 
-// deliverWithin is deliver waiting at most limit.
+// lastUndelivered is what the exporter of the last deliver counted as
+// undelivered.
+var lastUndelivered uint64
+
+// deliverWithin is deliver waiting at most limit. When the exporter counts
+// records undelivered it returns an error, and how many arrived anyway.
 func deliverWithin(c *collector, url string, cfg *tls.Config, n int, seed uint64, limit time.Duration) (int64, error) {
 	m0, err := metrics(c.metrics)
 	if err != nil {
@@ -114,8 +123,11 @@ func deliverWithin(c *collector, url string, cfg *tls.Config, n int, seed uint64
 	}
 	base := m0["weir_collector_records_total"]
 	st, err := export(url, cfg, goodRecords(n, seed, "eth0"), uint32(seed))
+	lastUndelivered = st.DroppedRecords
 	if err != nil || st.DroppedRecords != 0 {
-		return 0, fmt.Errorf("exporter: %v, %d undelivered", err, st.DroppedRecords)
+		time.Sleep(time.Second)
+		m, _ := metrics(c.metrics)
+		return int64(m["weir_collector_records_total"] - base), fmt.Errorf("exporter: %v, %d undelivered", err, st.DroppedRecords)
 	}
 	m, _ := waitMetric(c.metrics, limit, func(m map[string]float64) bool {
 		return m["weir_collector_records_total"]-base >= float64(n)
@@ -423,6 +435,9 @@ func caseSlowClients(r *result) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if _, err := x.Write(slowHeader); err != nil { // a message of 65,535 bytes begins
+					return
+				}
 				for range 60 {
 					if _, err := x.Write([]byte{0}); err != nil {
 						return
@@ -610,4 +625,79 @@ func caseUDPOverflow(r *result) {
 		r.counted = "yes"
 	}
 	r.note = fmt.Sprintf("%d datagrams of one record; %d received; %d socket drops (SO_RXQ_OVFL), %d records lost by sequence number", sent, received, drops, lostSeq)
+}
+
+// caseSlowManySources: slowloris clients from 128 loopback addresses, 16
+// each (the per-source cap), 2,048 in all, a byte every second: together
+// they can hold the whole global --max-conns (1,024) without ever being
+// idle. An exporter from another address must still deliver 1,500
+// records over TCP within 10 s; if it is locked out the case fails.
+func caseSlowManySources(r *result) {
+	r.tries = 1
+	c, err := startCollector(filepath.Join(workDir, "slowmany"), []string{"tcp://127.0.0.1:0"}, "--data-dir", "off", "-o", "none")
+	if err != nil {
+		r.failf("%v", err)
+		return
+	}
+	defer c.stop(syscall.SIGKILL, 5*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var cmu sync.Mutex
+	var conns []net.Conn
+	for i := range 2048 {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("127.0.7.%d", 1+i%128))}, Timeout: 2 * time.Second}
+		x, err := d.Dial("tcp", c.addrs[0])
+		if err != nil {
+			continue
+		}
+		cmu.Lock()
+		conns = append(conns, x)
+		cmu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := x.Write(slowHeader); err != nil { // a message of 65,535 bytes begins
+				return
+			}
+			for range 60 {
+				if _, err := x.Write([]byte{0}); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		for _, x := range conns {
+			x.Close()
+		}
+		wg.Wait()
+	}()
+	time.Sleep(time.Second)
+	m0, _ := metrics(c.metrics)
+	got, err := deliverWithin(c, "ipfix+tcp://"+c.addrs[0], nil, 1500, 30, 10*time.Second)
+	m, _ := metrics(c.metrics)
+	r.lost = 1500 - got
+	if err != nil || got != 1500 {
+		r.failf("exporter lockout: %d of 1500 records arrived with %.0f slow clients held (%v)", got, m0["weir_collector_connections"], err)
+		if int64(lastUndelivered) == r.lost {
+			r.counted = "yes" // by the exporter (weir_export_undelivered_records_total)
+		} else {
+			r.counted = "no"
+			r.failf("%d records lost, the exporter counts %d undelivered: the others were acknowledged by the collector's kernel on a connection it then closed (over --max-conns)", r.lost, lastUndelivered)
+		}
+	} else {
+		r.ok++
+	}
+	took, ok := c.stop(syscall.SIGINT, 10*time.Second)
+	if !ok || took > 2*time.Second {
+		r.failf("SIGINT with %d clients connected: exit took %v (want ≤ 2 s)", len(conns), took.Round(time.Millisecond))
+	}
+	r.note = fmt.Sprintf("2,048 slowloris clients from 128 addresses: %.0f held (--max-conns), %.0f rejected; %d/1,500 records of another exporter arrived; SIGINT exit %v",
+		m0["weir_collector_connections"], m["weir_collector_connections_rejected_total"], got, took.Round(time.Millisecond))
 }
