@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -45,6 +46,11 @@ func (r *result) failf(format string, a ...any) {
 }
 
 var (
+	// panics are the weir processes that panicked or died of a fatal
+	// runtime error (their stderr), for the case that ran them.
+	panics   []string
+	panicsMu sync.Mutex
+
 	weirBin string
 	workDir string
 	verbose bool
@@ -106,6 +112,12 @@ func main() {
 		t0 := time.Now()
 		logf("== %s", c.name)
 		c.run(r)
+		panicsMu.Lock()
+		for _, p := range panics {
+			r.failf("%s", p)
+		}
+		panics = nil
+		panicsMu.Unlock()
 		r.elapsed = time.Since(t0)
 		logf("   %s: %d/%d survived, %d lost, counted %s (%v) %s", c.name, r.ok, r.tries, r.lost, r.counted,
 			r.elapsed.Round(time.Second), r.note)
@@ -193,6 +205,11 @@ func start(dir string, args ...string) (*proc, error) {
 		p.err = p.cmd.Wait()
 		so.Close()
 		se.Close()
+		if t := p.errText(); strings.Contains(t, "panic: ") || strings.Contains(t, "fatal error: ") {
+			panicsMu.Lock()
+			panics = append(panics, fmt.Sprintf("weir %s panicked:\n%s", strings.Join(args, " "), tail(t)))
+			panicsMu.Unlock()
+		}
 		close(p.done)
 	}()
 	return p, nil

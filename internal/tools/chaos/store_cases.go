@@ -33,6 +33,7 @@ func storeCheck(dir string, repair bool) checkOut {
 	cmd := exec.Command(weirBin, args...)
 	out, _ := cmd.CombinedOutput()
 	c := checkOut{code: cmd.ProcessState.ExitCode(), text: string(out)}
+	notePanic(args, c.text)
 	// "N partitions: B blocks intact (R records); D blocks damaged (L records lost"
 	if i := strings.Index(c.text, "blocks intact ("); i >= 0 {
 		c.intact, _ = statNumber(c.text[i:], "blocks intact (")
@@ -54,6 +55,15 @@ func storeCheck(dir string, repair bool) checkOut {
 	return c
 }
 
+// notePanic records a weir run directly (not by start) that panicked.
+func notePanic(args []string, stderr string) {
+	if strings.Contains(stderr, "panic: ") || strings.Contains(stderr, "fatal error: ") {
+		panicsMu.Lock()
+		panics = append(panics, fmt.Sprintf("weir %s panicked:\n%s", strings.Join(args, " "), tail(stderr)))
+		panicsMu.Unlock()
+	}
+}
+
 // queryRows sums the flows weir query reads from dir over all time, and
 // returns its stderr.
 func queryRows(dir string) (int64, string, error) {
@@ -61,6 +71,7 @@ func queryRows(dir string) (int64, string, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	notePanic(cmd.Args[1:], stderr.String())
 	if err != nil {
 		return 0, stderr.String(), fmt.Errorf("weir query: %v: %s", err, tail(stderr.String()))
 	}
@@ -375,7 +386,9 @@ func caseDamage(r *result) {
 	for i := range 6 {
 		cmd := exec.Command(weirBin, "capture", "--synthetic", fmt.Sprintf("flows=%d,packets=%d,seed=%d", 2000+500*i, 8000, i+1),
 			"--data-dir", base, "-o", "none")
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		notePanic(cmd.Args[1:], string(out))
+		if err != nil {
 			r.failf("building the store: %v\n%s", err, tail(string(out)))
 			return
 		}
