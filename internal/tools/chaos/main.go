@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,6 +51,14 @@ var (
 	// runtime error (their stderr), for the case that ran them.
 	panics   []string
 	panicsMu sync.Mutex
+
+	// live are the weir processes running and mounts the tmpfs mounted:
+	// an interrupted run (scripts/chaos.sh's time limit) kills and
+	// unmounts them.
+	live      = map[*proc]bool{}
+	mounts    []string
+	cleanMu   sync.Mutex
+	doneSoFar []*result
 
 	weirBin string
 	workDir string
@@ -103,6 +112,26 @@ func main() {
 		}
 	}
 	start := time.Now()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		cleanMu.Lock()
+		for p := range live {
+			p.cmd.Process.Kill()
+		}
+		for _, m := range mounts {
+			syscall.Unmount(m, syscall.MNT_DETACH)
+		}
+		results := doneSoFar
+		cleanMu.Unlock()
+		logf("interrupted (%v): the cases run so far", sig)
+		printTable(os.Stdout, results, time.Since(start))
+		if !*keep {
+			os.RemoveAll(workDir)
+		}
+		os.Exit(1)
+	}()
 	var results []*result
 	for _, c := range cases {
 		if len(want) > 0 && !want[c.name] {
@@ -122,6 +151,9 @@ func main() {
 		logf("   %s: %d/%d survived, %d lost, counted %s (%v) %s", c.name, r.ok, r.tries, r.lost, r.counted,
 			r.elapsed.Round(time.Second), r.note)
 		results = append(results, r)
+		cleanMu.Lock()
+		doneSoFar = results
+		cleanMu.Unlock()
 	}
 	failed := printTable(os.Stdout, results, time.Since(start))
 	if failed {
@@ -201,8 +233,14 @@ func start(dir string, args ...string) (*proc, error) {
 		se.Close()
 		return nil, err
 	}
+	cleanMu.Lock()
+	live[p] = true
+	cleanMu.Unlock()
 	go func() {
 		p.err = p.cmd.Wait()
+		cleanMu.Lock()
+		delete(live, p)
+		cleanMu.Unlock()
 		so.Close()
 		se.Close()
 		if t := p.errText(); strings.Contains(t, "panic: ") || strings.Contains(t, "fatal error: ") {

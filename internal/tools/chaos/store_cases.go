@@ -201,6 +201,9 @@ func caseDiskFull(r *result) {
 		r.skipped = "mount tmpfs: " + err.Error()
 		return
 	}
+	cleanMu.Lock()
+	mounts = append(mounts, mnt)
+	cleanMu.Unlock()
 	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
 	// 1. replay
 	r.tries++
