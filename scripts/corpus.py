@@ -28,7 +28,10 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 
+TSHARK_VERSION = ""  # "4.0.17": part of the cache key
 IDLE = "100000h"  # one record per flow key for any capture in a corpus
 
 FIELDS = ["frame.encap_type", "frame.protocols", "frame.len", "ip.len", "ipv6.plen",
@@ -44,54 +47,125 @@ def run(cmd, timeout=600):
     return p.returncode, p.stdout, p.stderr
 
 
-def encap_name(path):
-    """Wireshark's name of the file's encapsulation (capinfos -E)."""
-    rc, out, _ = run(["capinfos", "-T", "-r", "-E", path], timeout=120)
-    if rc != 0 or not out.strip():
-        return None
+def capinfo(path):
+    """Wireshark's name of the file's encapsulation and its frame count (capinfos),
+    or (None, None) if capinfos cannot read it to the end."""
+    rc, out, _ = run(["capinfos", "-T", "-r", "-E", "-c", path], timeout=120)
     cols = out.decode("utf-8", "replace").strip().split("\t")
-    return cols[-1] if len(cols) > 1 else None
+    if rc != 0 or len(cols) < 3 or not cols[2].strip().isdigit():
+        return None, None
+    return cols[1], int(cols[2])
 
 
-def tshark_side(path):
-    """Per-packet outermost IP header from tshark: totals and per-pair counts."""
+def tshark_cmd(path):
     cmd = ["tshark", "-n", "-r", path, "-o", "ip.defragment:FALSE", "-o", "ipv6.defragment:FALSE",
            "-o", "tcp.desegment_tcp_streams:FALSE", "-T", "fields", "-E", "separator=|",
-           "-E", "occurrence=f"]
+           "-E", "occurrence=f", "-e", "frame.number"]
     for f in FIELDS:
         cmd += ["-e", f]
-    rc, out, err = run(cmd)
-    res = {"frames": 0, "packets": 0, "bytes": 0, "pairs": collections.Counter(),
-           "pair_bytes": collections.Counter(), "encaps": collections.Counter(),
-           "paths": collections.Counter(), "error": None}
+    return cmd
+
+
+def new_tshark():
+    return {"frames": 0, "packets": 0, "bytes": 0, "pairs": collections.Counter(),
+            "pair_bytes": collections.Counter(), "encaps": collections.Counter(),
+            "paths": collections.Counter(), "error": None}
+
+
+def add_packet(res, d):
+    """Adds one tshark line: the outermost IP header and its IP total length."""
+    res["frames"] += 1
+    res["encaps"][d["frame.encap_type"]] += 1
+    protos = d["frame.protocols"].split(":")
+    first = next((i for i, p in enumerate(protos) if p in ("ip", "ipv6")), None)
+    if first is None:
+        return
+    # the layers below the outermost IP header: how it was carried
+    res["paths"][":".join(p for p in protos[1:first + 1] if p != "ethertype")] += 1
+    if protos[first] == "ip":
+        n, src, dst = d["ip.len"], d["ip.src"], d["ip.dst"]
+        n = int(n, 0) if n else 0
+    else:
+        n, src, dst = d["ipv6.plen"], d["ipv6.src"], d["ipv6.dst"]
+        n = 40 + int(n, 0) if n else 0
+    res["packets"] += 1
+    res["bytes"] += n
+    res["pairs"][(src, dst)] += 1
+    res["pair_bytes"][(src, dst)] += n
+
+
+def tshark_lines(out):
+    for line in out.decode("utf-8", "replace").splitlines():
+        v = line.split("|")
+        if len(v) == len(FIELDS) + 1 and v[0].isdigit():
+            yield int(v[0]), dict(zip(FIELDS, v[1:]))
+
+
+def tshark_one(path):
+    """tshark's side of one file, read on its own."""
+    rc, out, err = run(tshark_cmd(path))
+    res = new_tshark()
     if rc is None:
         res["error"] = "tshark timed out"
     elif rc != 0:
-        res["error"] = "tshark: " + err.decode("utf-8", "replace").strip().splitlines()[-1][:120] if err.strip() else "tshark rc %d" % rc
-    for line in out.decode("utf-8", "replace").splitlines():
-        v = line.split("|")
-        if len(v) != len(FIELDS):
-            continue
-        d = dict(zip(FIELDS, v))
-        res["frames"] += 1
-        res["encaps"][d["frame.encap_type"]] += 1
-        protos = d["frame.protocols"].split(":")
-        first = next((i for i, p in enumerate(protos) if p in ("ip", "ipv6")), None)
-        if first is None:
-            continue
-        # the layers above the outermost IP header: how it was carried
-        res["paths"][":".join(p for p in protos[1:first + 1] if p != "ethertype")] += 1
-        if protos[first] == "ip":
-            n, src, dst = d["ip.len"], d["ip.src"], d["ip.dst"]
-            n = int(n, 0) if n else 0
-        else:
-            n, src, dst = d["ipv6.plen"], d["ipv6.src"], d["ipv6.dst"]
-            n = 40 + int(n, 0) if n else 0
-        res["packets"] += 1
-        res["bytes"] += n
-        res["pairs"][(src, dst)] += 1
-        res["pair_bytes"][(src, dst)] += n
+        msg = err.decode("utf-8", "replace").strip().splitlines()
+        res["error"] = "tshark: " + (msg[-1][:120] if msg else "exit status %d" % rc)
+    for _, d in tshark_lines(out):
+        add_packet(res, d)
     return res
+
+
+def tshark_batch(paths, counts, tmpdir):
+    """tshark's side of many files read in one tshark run (its start-up is most
+    of the cost): mergecap concatenates them, each keeping its own interfaces
+    and link types, and frame numbers say which file a frame came from. None
+    if the merged file does not hold exactly the frames capinfos counted."""
+    merged = os.path.join(tmpdir, "batch-%d.pcapng" % threading.get_ident())
+    rc, _, _ = run(["mergecap", "-a", "-I", "none", "-F", "pcapng", "-w", merged] + paths)
+    try:
+        if rc != 0:
+            return None
+        rc, out, _ = run(tshark_cmd(merged))
+        if rc != 0:
+            return None
+        ends, total = [], 0
+        for c in counts:
+            total += c
+            ends.append(total)
+        results = [new_tshark() for _ in paths]
+        i, n = 0, 0
+        for num_, d in tshark_lines(out):
+            while i < len(ends) and num_ > ends[i]:
+                i += 1
+            if i == len(ends):
+                return None
+            add_packet(results[i], d)
+            n += 1
+        if n != total:
+            return None
+        return results
+    finally:
+        if os.path.exists(merged):
+            os.remove(merged)
+
+
+def cache_key(h):
+    return h + "-" + TSHARK_VERSION
+
+
+def to_json(res):
+    r = dict(res)
+    for k in ("pairs", "pair_bytes"):
+        r[k] = [[a, b, c] for (a, b), c in res[k].items()]
+    return r
+
+
+def from_json(r):
+    for k in ("pairs", "pair_bytes"):
+        r[k] = collections.Counter({(a, b): c for a, b, c in r[k]})
+    for k in ("encaps", "paths"):
+        r[k] = collections.Counter(r[k])
+    return r
 
 
 def num(s):
@@ -130,10 +204,8 @@ def weir_side(weir, path):
     return res
 
 
-def check(weir, path):
-    t = tshark_side(path)
-    w = weir_side(weir, path)
-    name = encap_name(path)
+def result(path, encap, t, w):
+    name = encap
     if t["frames"] == 0:
         name = "no frames (%s)" % (name or "unreadable")
     elif name in (None, "per-packet"):
@@ -142,6 +214,49 @@ def check(weir, path):
     skipped = w["errors"].get("unknown_link_type", 0)
     return {"path": path, "encap": name, "t": t, "w": w, "skipped": skipped,
             "exact": t["packets"] == w["packets"] and t["bytes"] == w["bytes"]}
+
+
+def tshark_all(files, cache, jobs):
+    """tshark's side of every file (path, hash): from the cache, else in batches."""
+    out, todo = {}, []
+    for path, h in files:
+        cp = os.path.join(cache, cache_key(h) + ".json") if cache else None
+        if cp and os.path.exists(cp):
+            with open(cp) as f:
+                out[path] = from_json(json.load(f))
+        else:
+            todo.append((path, cp))
+    infos = {}
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        for (path, _), info in zip(todo, ex.map(lambda pc: capinfo(pc[0]), todo)):
+            infos[path] = info
+    batchable = [pc for pc in todo if infos[pc[0]][1] is not None]
+    single = [pc for pc in todo if infos[pc[0]][1] is None]
+    batches = [batchable[i:i + 100] for i in range(0, len(batchable), 100)]
+    tmpdir = tempfile.mkdtemp(prefix="weir-corpus-")
+
+    def do_batch(b):
+        if len(b) == 1:
+            return [tshark_one(b[0][0])]
+        res = tshark_batch([p for p, _ in b], [infos[p][1] for p, _ in b], tmpdir)
+        if res is None:  # a file mergecap or the merged run disagrees with: halve
+            return do_batch(b[:len(b) // 2]) + do_batch(b[len(b) // 2:])
+        return res
+
+    done = 0
+    with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
+        work = [(b, ex.submit(do_batch, b)) for b in batches] + [([pc], ex.submit(lambda p: [tshark_one(p)], pc[0])) for pc in single]
+        for b, fut in work:
+            for (path, cp), res in zip(b, fut.result()):
+                res["encap"] = infos[path][0]
+                out[path] = res
+                if cp:
+                    with open(cp, "w") as f:
+                        json.dump(to_json(res), f)
+            done += len(b)
+            print("corpus: tshark read %d of %d files" % (done, len(todo)), file=sys.stderr)
+    os.rmdir(tmpdir)
+    return out
 
 
 def files_under(dirs):
@@ -167,6 +282,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--detail", action="store_true", help="per (src, dst) differences of mismatched files")
     ap.add_argument("--tsv", help="also write one line per file here")
+    ap.add_argument("--cache", help="keep tshark's results here, by file hash and tshark version "
+                    "(tshark's side does not change with weir)")
     ap.add_argument("dirs", nargs="+")
     a = ap.parse_args()
 
@@ -178,13 +295,16 @@ def main():
             dups += 1
             continue
         seen.add(h)
-        paths.append(p)
+        paths.append((p, h.hex()))
+    global TSHARK_VERSION
+    TSHARK_VERSION = subprocess.run(["tshark", "--version"], capture_output=True).stdout.decode().split()[2]
+    if a.cache:
+        os.makedirs(a.cache, exist_ok=True)
+    ts = tshark_all(paths, a.cache, a.jobs)
     results = []
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
-        for i, r in enumerate(ex.map(lambda p: check(a.weir, p), paths), 1):
-            results.append(r)
-            if i % 100 == 0:
-                print("corpus: %d of %d files" % (i, len(paths)), file=sys.stderr)
+        for (p, _), w in zip(paths, ex.map(lambda ph: weir_side(a.weir, ph[0]), paths)):
+            results.append(result(p, ts[p]["encap"], ts[p], w))
 
     by = collections.OrderedDict()
     for r in sorted(results, key=lambda r: r["encap"]):
