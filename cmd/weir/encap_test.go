@@ -71,6 +71,12 @@ func encapShapes() []encapShape {
 			[]string{"-d", "mpls.label==17,pwethcw"}},
 		{"mpls-pw-no-cw", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.MPLS, p.PW, p.PWNoCW = []uint32{18}, true, true }, false,
 			[]string{"-d", "mpls.label==18,pwethnocw"}},
+		// Shims of data-centre and carrier links, from real captures (docs/corpus.md).
+		{"llc-snap", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.Shim = craft.ShimSNAP }, false, nil},
+		{"vlan-vntag", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.VLANs, p.Shim = []uint16{12}, craft.ShimVNTag }, false, nil},
+		{"pbb", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.VLANs, p.Shim = []uint16{20}, craft.ShimPBB }, false, nil},
+		{"fabricpath", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.Shim = craft.ShimFabricPath }, false, nil},
+		{"macsec-integrity", packet.LinkEthernet, func(p *craft.Packet, _ bool) { p.Shim = craft.ShimMACsec }, false, nil},
 		{"vxlan", packet.LinkEthernet, tunnelWrap(craft.Tunnel{Kind: packet.TunnelVXLAN, Src: node4a, Dst: node4b, VNI: 1}), true, nil},
 		{"vxlan-8472-ipv6", packet.LinkEthernet, tunnelWrap(craft.Tunnel{Kind: packet.TunnelVXLAN, Src: node6a, Dst: node6b, VNI: 1, DstPort: 8472}), true, nil},
 		{"geneve", packet.LinkEthernet, tunnelWrap(craft.Tunnel{Kind: packet.TunnelGeneve, Src: node4a, Dst: node4b, Ethernet: true, Options: 8}), true, nil},

@@ -302,3 +302,63 @@ func (p *Packet) appendNFLOG(dst []byte, ipLen int) []byte {
 	dst = le.AppendUint16(dst, uint16(4+ipLen))
 	return le.AppendUint16(dst, 9) // NFULA_PAYLOAD
 }
+
+// Shim is a header between an Ethernet header (and its VLAN tags) and what
+// it carries.
+type Shim uint8
+
+// Shims craft writes.
+const (
+	ShimNone       Shim = iota
+	ShimSNAP            // an 802.3 length, 802.2 LLC (aa aa 03) and SNAP with OUI 00-00-00 (RFC 1042)
+	ShimVNTag           // Cisco VN-Tag (0x8926): destination VIF 5, source VIF 9
+	ShimPBB             // 802.1ah (0x88e7): I-SID 0x100 and the customer's MACs (craft's)
+	ShimFabricPath      // Cisco FabricPath (0x8903): FTag 1, TTL 32, then the original frame (craft's MACs again) and the frame's FCS
+	ShimMACsec          // 802.1AE (0x88e5): integrity only (no E or C bit), with an SCI, packet number 1, and an ICV after the packet
+)
+
+// MACsecICVLen is the integrity check value after a ShimMACsec packet.
+const MACsecICVLen = 16
+
+// appendShim appends the shim and the ethertype et it carries in place of
+// the Ethernet header's ethertype; rest is the length of what follows it.
+func (p *Packet) appendShim(dst []byte, et uint16, rest int) []byte {
+	s, d := MAC(p.Src), MAC(p.Dst)
+	switch p.Shim {
+	case ShimSNAP:
+		dst = be16(dst, uint16(8+rest))
+		dst = append(dst, 0xaa, 0xaa, 0x03, 0, 0, 0)
+	case ShimVNTag:
+		dst = be16(dst, 0x8926)
+		dst = append(dst, 0x00, 0x05, 0x00, 0x09)
+	case ShimPBB:
+		dst = be16(dst, 0x88e7)
+		dst = append(dst, 0, 0, 0x01, 0)
+		dst = append(dst, d[:]...)
+		dst = append(dst, s[:]...)
+	case ShimFabricPath:
+		dst = be16(dst, 0x8903)
+		dst = be16(dst, 1<<6|32)
+		dst = append(dst, d[:]...)
+		dst = append(dst, s[:]...)
+	case ShimMACsec:
+		dst = be16(dst, 0x88e5)
+		sl := 0 // short length: the secure data's, when under 48 bytes
+		if 2+rest < 48 {
+			sl = 2 + rest
+		}
+		dst = append(dst, 0x20, byte(sl))
+		dst = be32(dst, 1)
+		dst = append(dst, s[:]...)
+		dst = be16(dst, 1) // SCI: the sender's MAC and port 1
+	}
+	return be16(dst, et)
+}
+
+// shimLen is what the shim adds to the Ethernet header.
+func (p *Packet) shimLen() int {
+	if p.Shim == ShimNone {
+		return 0
+	}
+	return len(p.appendShim(nil, 0, 0)) - 2
+}

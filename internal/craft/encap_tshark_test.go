@@ -64,6 +64,12 @@ func encapCases() []encapCase {
 	add("eth:mpls:ipv6:udp", with(udp(eth, a6, b6), func(p *Packet) { p.MPLS = []uint32{16} }))
 	add("eth:mpls:pwethcw:eth:ip:udp", with(udp(eth, a4, b4), func(p *Packet) { p.MPLS, p.PW = []uint32{100, 200}, true }))
 	add("eth:mpls:eth:ipv6:tcp", with(tcp(eth, a6, b6), func(p *Packet) { p.MPLS, p.PW, p.PWNoCW = []uint32{301}, true, true })) // decoded as told: Wireshark would guess a control word
+	add("eth:llc:ip:udp", with(udp(eth, a4, b4), func(p *Packet) { p.Shim = ShimSNAP }))
+	add("eth:vlan:vntag:ipv6:tcp", with(tcp(eth, a6, b6), func(p *Packet) { p.VLANs, p.Shim = []uint16{3}, ShimVNTag }))
+	add("eth:ieee8021ah:ip:tcp", with(tcp(eth, a4, b4), func(p *Packet) { p.Shim = ShimPBB }))
+	add("eth:cfp:eth:ipv6:udp", with(udp(eth, a6, b6), func(p *Packet) { p.Shim = ShimFabricPath }))
+	add("eth:macsec:ip:tcp", with(tcp(eth, a4, b4), func(p *Packet) { p.Shim = ShimMACsec }))
+	add("eth:macsec:ipv6:udp", with(udp(eth, a6, b6), func(p *Packet) { p.Shim = ShimMACsec }))
 	vx := &Tunnel{Kind: packet.TunnelVXLAN, Src: n4a, Dst: n4b, VNI: 42}
 	add("eth:ip:udp:vxlan:eth:ip:tcp", with(tcp(eth, a4, b4), func(p *Packet) { p.Tunnel = vx }))
 	add("eth:ipv6:udp:vxlan:eth:ipv6:udp", with(udp(eth, a6, b6), func(p *Packet) {

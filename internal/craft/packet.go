@@ -14,6 +14,8 @@
 package craft
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"net/netip"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -40,6 +42,7 @@ type Packet struct {
 	PW     bool     // with MPLS: an Ethernet pseudowire (RFC 4448 control word and Ethernet header) after the labels
 	PWNoCW bool     // with PW: no control word, the Ethernet header right after the labels
 	Tunnel *Tunnel  // the IP packet travels in this tunnel
+	Shim   Shim     // Ethernet only: a header after the VLAN tags (LLC/SNAP, VN-Tag, 802.1ah, FabricPath, MACsec)
 
 	Src, Dst netip.Addr
 	Proto    uint8 // flow.ProtoTCP, ProtoUDP, ProtoSCTP, ProtoICMP, ProtoICMPv6, or any other number (no transport header)
@@ -185,7 +188,7 @@ func (p *Packet) LinkHeaderLen() int {
 	n := p.encapLen()
 	switch p.Link {
 	case packet.LinkEthernet:
-		return n + EthernetHeaderLen + 4*len(p.VLANs)
+		return n + EthernetHeaderLen + 4*len(p.VLANs) + p.shimLen()
 	case packet.LinkSLL:
 		return n + SLLHeaderLen
 	case packet.LinkSLL2:
@@ -204,6 +207,13 @@ func (p *Packet) appendFrame(dst, ip []byte) []byte {
 	dst = p.appendLink(dst, len(ip))
 	dst = p.appendEncap(dst, len(ip))
 	dst = append(dst, ip...)
+	switch {
+	case p.Link != packet.LinkEthernet:
+	case p.Shim == ShimMACsec:
+		dst = append(dst, make([]byte, MACsecICVLen)...) // the integrity check value, not computed
+	case p.Shim == ShimFabricPath:
+		dst = binary.LittleEndian.AppendUint32(dst, crc32.ChecksumIEEE(dst[start:])) // FabricPath frames keep their FCS (Wireshark expects it)
+	}
 	if p.Link == packet.LinkEthernet {
 		for len(dst)-start < MinEthernetFrame {
 			dst = append(dst, 0)
@@ -251,6 +261,9 @@ func (p *Packet) appendLink(dst []byte, ipLen int) []byte {
 			}
 			dst = be16(dst, tpid)
 			dst = be16(dst, v&0x0fff)
+		}
+		if p.Shim != ShimNone {
+			return p.appendShim(dst, et, p.encapLen()+ipLen)
 		}
 		dst = be16(dst, et)
 	case packet.LinkSLL:

@@ -99,3 +99,64 @@ func commonEtherType(et uint16) bool {
 	}
 	return false
 }
+
+// Ethernet shims: headers between an Ethernet header and the ethertype of
+// what they carry, seen in captures of data-centre and carrier links.
+const (
+	ethTypeVNTag      = 0x8926 // Cisco VN-Tag: a 4-byte tag, then the ethertype
+	ethTypePBB        = 0x88e7 // 802.1ah backbone service instance tag: 4 bytes, then the customer's Ethernet header
+	ethTypeFabricPath = 0x8903 // Cisco FabricPath: FTag and TTL (2 bytes), then the original Ethernet frame
+	ethTypeMACsec     = 0x88e5 // 802.1AE SecTAG: 6 bytes (14 with an SCI), then the user data
+
+	vnTagLen         = 4
+	pbbITagLen       = 4
+	fabricPathTagLen = 2
+	snapLen          = 8 // 802.2 LLC (DSAP, SSAP, control) and SNAP (OUI, ethertype)
+	macsecTagLen     = 6 // TCI/AN, short length, packet number
+	macsecSCILen     = 8
+	macsecTCIV       = 0x80 // version: must be 0
+	macsecTCISC      = 0x20 // an SCI follows the packet number
+	macsecTCIE       = 0x08 // encrypted
+	macsecTCIC       = 0x04 // changed text
+)
+
+// shim returns the ethertype behind a VN-Tag or a MACsec SecTAG (et) at
+// data[off:] and the bytes up to the data it announces. ok is false when
+// the tag is cut by the snap length (n < 0), or for MACsec whose user data
+// is encrypted or changed: only integrity-protected frames carry their
+// ethertype in the clear.
+func shim(data []byte, et uint16, off int) (next uint16, n int, ok bool) {
+	n = vnTagLen
+	if et == ethTypeMACsec {
+		if len(data) <= off {
+			return 0, -1, false
+		}
+		tci := data[off]
+		if tci&(macsecTCIV|macsecTCIE|macsecTCIC) != 0 {
+			return 0, 0, false
+		}
+		n = macsecTagLen
+		if tci&macsecTCISC != 0 {
+			n += macsecSCILen
+		}
+	}
+	if len(data) < off+n+2 {
+		return 0, -1, false
+	}
+	return binary.BigEndian.Uint16(data[off+n:]), n + 2, true
+}
+
+// llcSNAP returns the ethertype an 802.2 LLC header with SNAP carries at
+// data[off:], after an 802.3 length (or Linux cooked protocol 4, 802.2)
+// et: the SNAP OUIs of encapsulated ethertypes, RFC 1042 (00-00-00) and
+// 802.1H (00-00-f8). Other LLC frames (spanning tree, CDP, …) are non-IP.
+func llcSNAP(data []byte, et uint16, off int) (uint16, bool) {
+	if et >= ethMinType || len(data) < off+snapLen {
+		return 0, false
+	}
+	b := data[off : off+snapLen]
+	if b[0] != 0xaa || b[1] != 0xaa || b[2] != 0x03 || b[3] != 0 || b[4] != 0 || (b[5] != 0 && b[5] != 0xf8) {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(b[6:]), true
+}

@@ -265,6 +265,7 @@ func (d *Decoder) Decode(link LinkType, data []byte, wireLen int, p *flow.Packet
 // PPPoE, MPLS, a bridged Ethernet frame, IP. depth counts the Ethernet
 // headers around it (0 for the frame's own).
 func (d *Decoder) ether(data []byte, et uint16, off, wireLen int, p *flow.Packet, depth int) bool {
+	vlan := depth == 0 // the outermost 802.1Q tag's VLAN ID is the packet's
 	for tags := 0; ; tags++ {
 		switch et {
 		case ethTypeIPv4:
@@ -278,8 +279,8 @@ func (d *Decoder) ether(data []byte, et uint16, off, wireLen int, p *flow.Packet
 			if len(data) < off+vlanTagLen {
 				return d.fail(ReasonTruncatedVLAN)
 			}
-			if tags == 0 && depth == 0 {
-				p.VLAN = binary.BigEndian.Uint16(data[off:]) & 0x0fff // outermost tag's VLAN ID
+			if vlan {
+				p.VLAN, vlan = binary.BigEndian.Uint16(data[off:])&0x0fff, false
 			}
 			et = binary.BigEndian.Uint16(data[off+2:])
 			off += vlanTagLen
@@ -289,8 +290,31 @@ func (d *Decoder) ether(data []byte, et uint16, off, wireLen int, p *flow.Packet
 			return d.mpls(data, et, off, wireLen, p, depth)
 		case ethTypeBridging:
 			return d.bridged(data, off, wireLen, p, depth, ReasonTruncatedLink)
+		case ethTypePBB:
+			return d.bridged(data, off+pbbITagLen, wireLen, p, depth, ReasonTruncatedLink)
+		case ethTypeFabricPath:
+			return d.bridged(data, off+fabricPathTagLen, wireLen, p, depth, ReasonTruncatedLink)
+		case ethTypeVNTag, ethTypeMACsec:
+			next, n, ok := shim(data, et, off)
+			if !ok {
+				if n < 0 {
+					return d.fail(ReasonTruncatedVLAN)
+				}
+				return d.nonIP(et) // MACsec with its user data encrypted or changed
+			}
+			if tags == MaxVLANTags {
+				return d.fail(ReasonTooManyVLANTags)
+			}
+			et, off = next, off+n
 		default:
-			return d.nonIP(et)
+			next, ok := llcSNAP(data, et, off)
+			if !ok {
+				return d.nonIP(et)
+			}
+			if tags == MaxVLANTags {
+				return d.fail(ReasonTooManyVLANTags)
+			}
+			et, off = next, off+snapLen
 		}
 	}
 }

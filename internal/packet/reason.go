@@ -10,8 +10,8 @@ const (
 	ReasonUnknownLinkType                     // link type the decoder does not understand
 	ReasonBadNFLOG                            // NFLOG: version not 0, or a TLV shorter than its header or longer than the frame
 	ReasonNFLOGNoPayload                      // NFLOG: no packet TLV (the rule copied no bytes)
-	ReasonTruncatedVLAN                       // capture ends inside an 802.1Q/802.1ad tag
-	ReasonTooManyVLANTags                     // more than MaxVLANTags stacked tags
+	ReasonTruncatedVLAN                       // capture ends inside an 802.1Q/802.1ad tag, a VN-Tag or a MACsec SecTAG
+	ReasonTooManyVLANTags                     // more than MaxVLANTags stacked tags (802.1Q, VN-Tag, MACsec, LLC/SNAP)
 	ReasonTruncatedPPPoE                      // capture ends inside the PPPoE session header or its PPP protocol field
 	ReasonBadPPPoE                            // PPPoE session header whose version/type is not 1/1 or code not 0
 	ReasonTruncatedMPLS                       // capture ends inside the MPLS label stack, control word or pseudowire Ethernet header
