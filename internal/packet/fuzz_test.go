@@ -30,6 +30,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add(uint16(LinkSLL), newFrame(LinkSLL).sll(0x86dd).ipv6(a6, b6, 51).ah(17, 12).udp(1, 2).done().b, []byte(nil), 0, int64(0), uint8(0))
 	f.Add(uint16(LinkRaw), []byte{0x45}, []byte{0x60}, 0, int64(0), uint8(0))
 	f.Add(uint16(LinkNFLOG), []byte{2, 0, 0, 0, 8, 0, 9, 0, 0x45, 0, 0, 0}, []byte{10, 0, 0, 0, 0, 8, 0, 9, 0x60}, 0, int64(0), uint8(0))
+	// Ethernet shims: SNAP, VN-Tag then MACsec, 802.1ah, FabricPath
+	f.Add(uint16(LinkEthernet), eth().eth(0x0030).plain(0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00).ipv4(v4{src: a4, dst: b4, proto: 17}).udp(1, 2).done().b,
+		eth().eth(0x8926).plain(0, 5, 0, 9, 0x88, 0xe5, 0x20, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 9, 0, 1, 0x86, 0xdd).ipv6(a6, b6, 6).tcp(1, 2, 2).done().b, 0, int64(0), uint8(0))
+	f.Add(uint16(LinkEthernet), eth().eth(0x88e7).plain(0, 0, 1, 0, 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x88, 0xe7).b,
+		eth().eth(0x8903).plain(0, 0x60, 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0).ipv4(v4{src: a4, dst: b4, proto: 6}).tcp(1, 2, 2).done().b, 0, int64(0), uint8(0))
 	f.Add(uint16(LinkEthernet), eth().eth(0x8847).mpls(1).pw(0x8847).mpls(2).pw(0x6558).innerEth(0x0800, ReasonTruncatedLink).b, []byte(nil), 0, int64(0), uint8(0))
 
 	f.Fuzz(func(t *testing.T, link uint16, a, b []byte, wireLen int, dt int64, decap uint8) {
