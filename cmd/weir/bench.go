@@ -12,37 +12,6 @@ import (
 	"github.com/weir-dev/weir/internal/store"
 )
 
-func runBench(args []string, stdout_, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		w := stderr
-		code := exitUsage
-		if len(args) > 0 {
-			w, code = stdout_, exitOK
-		}
-		fmt.Fprint(w, `Usage:
-  weir bench gendb [flags]    build a flow store of generated records (see 'weir bench gendb --help')
-  weir bench lbstress [flags] OVN's load-balancer-group stress on weir's service model (see 'weir bench lbstress --help')
-  weir bench run PROFILE      a uperf-style traffic profile between test hosts (see 'weir bench run --help')
-  weir bench compare A B...   before/after table of result files, --html report (see 'weir bench compare --help')
-`)
-		return code
-	}
-	switch args[0] {
-	case "gendb":
-		return runGendb(args[1:], stdout_, stderr)
-	case "lbstress":
-		return runLBStress(args[1:], stdout_, stderr)
-	case "run":
-		return runBenchRun(args[1:], stdout_, stderr)
-	case "compare":
-		return runBenchCompare(args[1:], stdout_, stderr)
-	case "_child":
-		return runBenchChild(args[1:], stdout_, stderr)
-	}
-	fmt.Fprintf(stderr, "weir bench: unknown benchmark %q (gendb, lbstress, run, compare)\n", args[0])
-	return exitUsage
-}
-
 func runGendb(args []string, stdout_, stderr io.Writer) int {
 	var (
 		cfg    gendb.Config

@@ -194,10 +194,16 @@ func contains(list []string, s string) bool {
 // runBenchChild is `weir bench _child server|client`: one side of a bench
 // run, driven by its parent over standard input and output.
 func runBenchChild(args []string, stdout_, stderr io.Writer) int {
-	if len(args) != 1 {
+	fs := newFlagSet("bench _child", "weir bench _child server|client", "One side of a bench run, started by 'weir bench run'.", "")
+	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "weir bench _child: want server or client (started by weir bench run)")
 		return exitUsage
 	}
+	args = pos
 	var err error
 	switch args[0] {
 	case "server":

@@ -20,19 +20,6 @@ const clickhouseExamples = `  # Tables, rollups and the ingestion from Kafka on 
   weir clickhouse setup --url http://127.0.0.1:8123 --retention 30d
 `
 
-// runClickhouse is 'weir clickhouse SUBCOMMAND'.
-func runClickhouse(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "setup" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintf(stdout, "Usage:\n  weir clickhouse setup [flags]\n\nRun 'weir clickhouse setup --help' for its flags.\n")
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "weir clickhouse: want a subcommand: setup\nRun 'weir clickhouse setup --help' for usage.\n")
-		return exitUsage
-	}
-	return runClickhouseSetup(args[1:], stdout, stderr)
-}
-
 func runClickhouseSetup(args []string, stdout, stderr io.Writer) int {
 	var (
 		url, user, pwFile, brokers, topic, group, db, retention string

@@ -1,43 +1,45 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"strings"
+	"io"
+
+	"github.com/weir-dev/weir/internal/cli"
 )
 
-// newFlagSet returns a FlagSet whose help shows usage, a description, the
-// flags in --long form with defaults, and examples.
+// newFlagSet returns a command's flag set with its help (cli.WriteHelp)
+// and --config.
 func newFlagSet(name, usageLine, description, examples string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage:\n  %s\n\n%s\n", usageLine, description)
-		var b strings.Builder
-		fs.VisitAll(func(f *flag.Flag) {
-			name, typ := f.Name, ""
-			if t, u := flag.UnquoteUsage(f); t != "" {
-				typ = " " + t
-				_ = u
-			}
-			dash := "--"
-			if len(name) == 1 {
-				dash = "-"
-			}
-			fmt.Fprintf(&b, "  %s%s%s\n", dash, name, typ)
-			_, u := flag.UnquoteUsage(f)
-			fmt.Fprintf(&b, "      %s", u)
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
-				fmt.Fprintf(&b, " (default %s)", f.DefValue)
-			}
-			b.WriteString("\n")
-		})
-		if b.Len() > 0 {
-			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
-		}
-		if examples != "" {
-			fmt.Fprintf(w, "\nExamples:\n%s", examples)
-		}
+	return cli.NewFlagSet(name, usageLine, description, examples)
+}
+
+// parseFlags parses args (flags only) into fs, then the --config file, and
+// turns errors into exit codes: -h/--help prints help and exits 0,
+// anything else wrong is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (done bool, code int) {
+	_, done, code = parse(fs, args, false, stdout, stderr)
+	return done, code
+}
+
+// parseInterleaved parses flags that may come before, between or after
+// positional arguments, which it returns.
+func parseInterleaved(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, done bool, code int) {
+	return parse(fs, args, true, stdout, stderr)
+}
+
+func parse(fs *flag.FlagSet, args []string, interleaved bool, stdout, stderr io.Writer) ([]string, bool, int) {
+	pos, err := cli.Parse(fs, args, interleaved)
+	switch {
+	case err == nil:
+		return pos, false, exitOK
+	case errors.Is(err, cli.ErrDescribed):
+		return nil, true, exitOK
+	case errors.Is(err, flag.ErrHelp):
+		cli.WriteHelp(stdout, fs)
+		return nil, true, exitOK
 	}
-	return fs
+	fmt.Fprintf(stderr, "weir %s: %v\nRun 'weir %s --help' for usage.\n", fs.Name(), err, fs.Name())
+	return nil, true, exitUsage
 }

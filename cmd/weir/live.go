@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/caps"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/metrics"
@@ -76,11 +77,8 @@ func (l *liveOpts) set(fs *flag.FlagSet) bool {
 	return any
 }
 
-// listFlag collects repeated flag values.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+// listFlag collects repeated flag values (a list in a --config file).
+type listFlag = cli.List
 
 // sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
 type sizeFlag int

@@ -1,18 +1,18 @@
 // Command weir is a network flow observability tool: it turns packets into
-// bidirectional flow records, exactly, with bounded memory.
+// bidirectional flow records, exactly, with bounded memory; collects them
+// from exporters; stores, queries and serves them.
 //
-//	weir capture --read trace.pcapng          # replay a capture, top flows
-//	weir capture --read trace.pcap -o json    # one JSON record per flow
-//	weir version
+// The commands are the table in commands(); 'weir help' lists them. Every
+// command takes --config FILE (YAML, keys are its long flags).
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
 
@@ -23,24 +23,24 @@ const (
 	exitUsage   = 2 // the command line is wrong
 )
 
-// command is one subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{"capture", "turn packets into flow records: live (-i), from a capture file, or synthetic", runCapture},
-		{"collect", "receive IPFIX (UDP, TCP, TLS) and NetFlow v9/v5 from exporters into the same sinks", runCollect},
-		{"query", "answer questions from the flow store: top talkers, conversations, applications over time", runQuery},
-		{"serve", "the web console and HTTP API v1 over a flow store (docs/api.md)", runServeCmd},
-		{"services", "the service model compiled to datapath rows: explain a VIP", runServices},
-		{"clickhouse", "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka (setup)", runClickhouse},
-		{"store", "maintain the flow store: check (and repair) every block and index", runStore},
-		{"bench", "benchmark tools: a flow store of generated records (gendb), the OVN load-balancer stress (lbstress)", runBench},
-		{"version", "print weir's version and build information", runVersion},
+// commands is the table every part of the CLI comes from: dispatch, 'weir
+// help', 'weir config example', man pages and completions.
+func commands() []cli.Command {
+	return []cli.Command{
+		{Name: "capture", Summary: "turn packets into flow records: live (-i), from a capture file, or synthetic", Run: runCapture},
+		{Name: "collect", Summary: "receive IPFIX (UDP, TCP, TLS) and NetFlow v9/v5 from exporters into the same sinks", Run: runCollect},
+		{Name: "query", Summary: "answer questions from the flow store or ClickHouse: top talkers, conversations, over time", Run: runQuery},
+		{Name: "serve", Summary: "the web console and HTTP API v1 over a flow store (docs/api.md)", Run: runServeCmd},
+		{Name: "services explain", Summary: "the service model compiled to datapath rows that serve a VIP", Run: runServicesExplain},
+		{Name: "clickhouse setup", Summary: "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka", Run: runClickhouseSetup},
+		{Name: "store check", Summary: "verify (and --repair) every block and index of the flow store", Run: runStoreCheck},
+		{Name: "bench gendb", Summary: "build a flow store of generated records", Run: runGendb},
+		{Name: "bench lbstress", Summary: "OVN's load-balancer-group stress on weir's service model", Run: runLBStress},
+		{Name: "bench run", Summary: "run a uperf-style traffic profile between test hosts", Run: runBenchRun},
+		{Name: "bench compare", Summary: "before/after table of 'bench run' results, --html report", Run: runBenchCompare},
+		{Name: "bench _child", Hidden: true, Run: runBenchChild},
+		{Name: "config example", Summary: "print a complete commented config file for a command", Run: runConfigExample},
+		{Name: "version", Summary: "print weir's version and build information", Run: runVersion},
 	}
 }
 
@@ -53,31 +53,52 @@ func main() {
 // names, exporters' strings) cannot act on the terminal.
 func run(args []string, stdout, stderr io.Writer) int {
 	stderr = termsafe.NewWriter(stderr)
+	cmds := commands()
 	if len(args) == 0 {
-		usage(stderr)
+		usage(stderr, cmds)
 		return exitUsage
 	}
-	name := args[0]
-	switch name {
+	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
-			return run([]string{args[1], "--help"}, stdout, stderr)
+			return run(append(args[1:], "--help"), stdout, stderr)
 		}
-		usage(stdout)
+		usage(stdout, cmds)
 		return exitOK
 	case "--version", "-version":
-		name = "version"
+		args = []string{"version"}
 	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(args[1:], stdout, stderr)
+	if c, rest, ok := cli.Find(cmds, args); ok {
+		return c.Run(rest, stdout, stderr)
+	}
+	if g := cli.Group(cmds, args[0]); len(g) > 0 {
+		help := len(args) > 1 && (args[1] == "--help" || args[1] == "-h" || args[1] == "help")
+		w, code := stderr, exitUsage
+		if help {
+			w, code = stdout, exitOK
+		} else if len(args) > 1 {
+			fmt.Fprintf(stderr, "weir %s: unknown command %q\n", args[0], args[1])
 		}
+		fmt.Fprintf(w, "Usage:\n")
+		cli.WriteIndex(w, prefixed(g))
+		fmt.Fprintf(w, "\nRun 'weir %s COMMAND --help' for a command's flags.\n", args[0])
+		return code
 	}
-	fmt.Fprintf(stderr, "weir: unknown command %q\nRun 'weir help' for the list of commands.\n", name)
+	fmt.Fprintf(stderr, "weir: unknown command %q\nRun 'weir help' for the list of commands.\n", args[0])
 	return exitUsage
 }
 
-func usage(w io.Writer) {
+// prefixed names the commands as typed: "weir bench gendb".
+func prefixed(cmds []cli.Command) []cli.Command {
+	out := make([]cli.Command, len(cmds))
+	for i, c := range cmds {
+		c.Name = "weir " + c.Name
+		out[i] = c
+	}
+	return out
+}
+
+func usage(w io.Writer, cmds []cli.Command) {
 	fmt.Fprint(w, `weir sees every conversation on a host and reports it as exact, bidirectional flow records.
 
 Usage:
@@ -85,37 +106,51 @@ Usage:
 
 Commands:
 `)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
-	}
+	cli.WriteIndex(w, cmds)
 	fmt.Fprint(w, `
 Examples:
   sudo weir capture -i eth0                    # watch an interface live: top flows every 5s
   weir capture --read trace.pcapng             # top flows of a capture file
   weir capture --read trace.pcap --output=json # one JSON record per flow (docs/record.md)
   weir capture --synthetic flows=10000,packets=1000000 --output=none --stats
+  weir capture --config /etc/weir/capture.yaml # flags from a file ('weir config example capture')
 
 Run 'weir <command> --help' for a command's flags.
 `)
 }
 
-// parseFlags parses args into fs and turns flag errors into exit codes:
-// -h/--help prints help and exits 0, anything else wrong is a usage error.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (done bool, code int) {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return true, exitOK
+// runConfigExample is 'weir config example [COMMAND]'.
+func runConfigExample(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config example", "weir config example [COMMAND]",
+		`Print a complete config file for COMMAND (every command without one, each
+as its own YAML document to be saved separately): every long flag as a
+commented-out key with its default, under its help. Uncomment and change
+what you need, then run 'weir COMMAND --config FILE'. Keys are the long flag
+names; a repeatable flag takes a list; the command line wins over the file,
+the file over the defaults. An unknown key is an error that names its line.`, `  weir config example capture > /etc/weir/capture.yaml
+  weir capture --config /etc/weir/capture.yaml
+`)
+	pos, done, code := parseInterleaved(fs, args, stdout, stderr)
+	if done {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "weir %s: %v\nRun 'weir %s --help' for usage.\n", fs.Name(), err, fs.Name())
-		return true, exitUsage
+	cmds := commands()
+	if len(pos) > 0 {
+		c, rest, ok := cli.Find(cmds, pos)
+		if !ok || len(rest) > 0 || c.Hidden {
+			fmt.Fprintf(stderr, "weir config example: no command %q\n", strings.Join(pos, " "))
+			return exitUsage
+		}
+		cmds = []cli.Command{c}
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "weir %s: unexpected argument %q\nRun 'weir %s --help' for usage.\n", fs.Name(), fs.Arg(0), fs.Name())
-		return true, exitUsage
+	sep := ""
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		fmt.Fprint(stdout, sep)
+		cli.WriteExample(stdout, c.FlagSet())
+		sep = "---\n"
 	}
-	return false, exitOK
+	return exitOK
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -249,28 +248,6 @@ func syntaxFail(stderr io.Writer, what string, err error) int {
 		fmt.Fprintf(stderr, "weir query: %s: %v\n", what, err)
 	}
 	return exitUsage
-}
-
-// parseInterleaved parses flags that may come before, between or after
-// positional arguments, which it returns.
-func parseInterleaved(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, done bool, code int) {
-	for {
-		fs.SetOutput(io.Discard)
-		err := fs.Parse(args)
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return nil, true, exitOK
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "weir %s: %v\nRun 'weir %s --help' for usage.\n", fs.Name(), err, fs.Name())
-			return nil, true, exitUsage
-		}
-		if fs.NArg() == 0 {
-			return pos, false, 0
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
-	}
 }
 
 // ifaceSpan is one line of --list.

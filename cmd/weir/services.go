@@ -11,21 +11,8 @@ import (
 	"github.com/weir-dev/weir/internal/enrich/services"
 )
 
-func runServices(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		w, code := stderr, exitUsage
-		if len(args) > 0 {
-			w, code = stdout, exitOK
-		}
-		fmt.Fprint(w, `Usage:
-  weir services explain [flags] VIP[:PORT]   the compiled rows serving a VIP and the datapaths they apply to
-`)
-		return code
-	}
-	if args[0] != "explain" {
-		fmt.Fprintf(stderr, "weir services: unknown subcommand %q (explain)\n", args[0])
-		return exitUsage
-	}
+// runServicesExplain is 'weir services explain VIP'.
+func runServicesExplain(args []string, stdout, stderr io.Writer) int {
 	var (
 		inv      string
 		stress   string
@@ -46,18 +33,15 @@ shows the rows of every port it has.`, `  weir services explain --inventory exam
 	fs.StringVar(&stress, "stress", "", "instead of a file, the lb-group-stress topology with N nodes and M load balancers (N,M)")
 	fs.BoolVar(&noGroups, "no-groups", false, "compile without datapath groups (rows copied per datapath)")
 	fs.IntVar(&max, "max-datapaths", 10, "datapath names listed per row before a count")
-	args = args[1:]
-	var vip string
-	if n := len(args); n > 0 && !strings.HasPrefix(args[n-1], "-") {
-		vip, args = args[n-1], args[:n-1] // the VIP comes last
-	}
-	if done, code := parseFlags(fs, args, stdout, stderr); done {
+	pos, done, code := parseInterleaved(fs, args, stdout, stderr)
+	if done {
 		return code
 	}
-	if vip == "" || (inv == "") == (stress == "") {
+	if len(pos) != 1 || (inv == "") == (stress == "") {
 		fmt.Fprintln(stderr, "weir services explain: give one VIP (last), and one of --inventory or --stress")
 		return exitUsage
 	}
+	vip := pos[0]
 	addr, port, err := parseVIP(vip)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir services explain: %v\n", err)

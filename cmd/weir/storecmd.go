@@ -9,25 +9,6 @@ import (
 	"github.com/weir-dev/weir/internal/store"
 )
 
-// runStore is 'weir store': maintenance of the flow store.
-func runStore(args []string, stdout_, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "--help" || args[0] == "-h" || args[0] == "help" {
-		w, code := stderr, exitUsage
-		if len(args) > 0 {
-			w, code = stdout_, exitOK
-		}
-		fmt.Fprint(w, `Usage:
-  weir store check [--repair] [--data-dir DIR]   verify every block and index of the flow store; --repair fixes it
-`)
-		return code
-	}
-	if args[0] == "check" {
-		return runStoreCheck(args[1:], stdout_, stderr)
-	}
-	fmt.Fprintf(stderr, "weir store: unknown command %q (check)\n", args[0])
-	return exitUsage
-}
-
 func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
 	var dir string
 	var repair bool
