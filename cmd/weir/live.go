@@ -83,7 +83,19 @@ type listFlag = cli.List
 // sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
 type sizeFlag int
 
-func (s *sizeFlag) String() string { return format.Bytes(uint64(*s)) }
+// String is the size as Set reads it (1MiB, 65536): a --config example
+// of the default loads.
+func (s *sizeFlag) String() string {
+	for _, u := range []struct {
+		sh   uint
+		name string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n := int(*s); n != 0 && n%(1<<u.sh) == 0 {
+			return strconv.Itoa(n>>u.sh) + u.name
+		}
+	}
+	return strconv.Itoa(int(*s))
+}
 func (s *sizeFlag) Set(v string) error {
 	n, err := parseSize(v)
 	*s = sizeFlag(n)

@@ -94,7 +94,7 @@ A record counts when its start lies in [--from, --to). "out" counters are
 what the initiator (sip) sent, "in" what it received. Packets and bytes the
 kernel dropped (eBPF source with drops, both directions together) are shown
 when the result has any or is sorted by them.`, queryExamples)
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store to read (default $WEIR_DATA_DIR or ./weir-data)")
+	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.Var(&o.ifaces, "iface", "only these interfaces (comma-separated or repeated; default all)")
 	fs.Var(&o.ifaces, "i", "short for --iface")

@@ -146,11 +146,12 @@ type PositionalError struct{ Arg string }
 func (e *PositionalError) Error() string { return "unexpected argument " + quote(e.Arg) }
 
 // Aliases maps each short flag to its long name: a short flag is one whose
-// usage is "short for --NAME".
+// usage starts "short for --NAME".
 func Aliases(fs *flag.FlagSet) map[string]string {
 	m := map[string]string{}
 	fs.VisitAll(func(f *flag.Flag) {
-		if long, ok := strings.CutPrefix(f.Usage, "short for --"); ok && fs.Lookup(long) != nil {
+		rest, ok := strings.CutPrefix(f.Usage, "short for --")
+		if long, _, _ := strings.Cut(rest, " "); ok && fs.Lookup(long) != nil {
 			m[f.Name] = long
 		}
 	})

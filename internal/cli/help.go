@@ -69,11 +69,12 @@ func ShowDefault(f *flag.Flag) string {
 		if n, err := strconv.ParseInt(d, 10, 64); err == nil {
 			return Count(n)
 		}
-	case time.Duration:
-		if dur, err := time.ParseDuration(d); err == nil {
-			return ShortDuration(dur)
+	case float64:
+		if v == float64(int64(v)) && v >= 1000 {
+			return Count(int64(v))
 		}
-		_ = v
+	case time.Duration:
+		return ShortDuration(v)
 	}
 	return d
 }
