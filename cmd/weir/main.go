@@ -44,7 +44,13 @@ func commands() []cli.Command {
 	}
 }
 
+// progressOut is where long operations draw progress: standard error
+// when it is a terminal, else nil (nothing drawn; also in tests, which
+// call run).
+var progressOut io.Writer
+
 func main() {
+	progressOut = cli.TerminalOrNil(os.Stderr)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -2,23 +2,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
-	"text/tabwriter"
+	"sync"
 	"time"
 
-	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/format"
+	"github.com/weir-dev/weir/internal/api"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
-	"github.com/weir-dev/weir/internal/termsafe"
 )
 
 const queryExamples = `  # Top 10 talkers by bytes, all stored time
@@ -46,22 +45,26 @@ const queryExamples = `  # Top 10 talkers by bytes, all stored time
 
   # What is stored: interfaces and time spans
   weir query --list
+
+  # The same questions over a fleet's flows in ClickHouse (docs/fleet.md)
+  weir query --clickhouse http://127.0.0.1:8123 -f -1h talk_conv
 `
 
 type queryOpts struct {
-	dir, cond, from, to, sort, output, liveURL string
-	liveToken, liveCA                          string
-	ifaces                                     listFlag
-	limit, workers                             int
-	resolution                                 time.Duration
-	ascending, list, live                      bool
+	args                       query.Args
+	dir, cond, output, liveURL string
+	liveToken, liveCA          string
+	ifaces                     listFlag
+	list, live                 bool
+	ch                         chOpts
+	auth                       query.LiveAuth
 }
 
-func runQuery(args []string, stdout_, stderr io.Writer) int {
-	var o queryOpts
+func (o *queryOpts) flagSet() *flag.FlagSet {
 	fs := newFlagSet("query", "weir query [flags] GROUP-BY [CONDITION...]",
-		`Answer questions from the flow store: group the stored records by
-attributes, filter them with a condition, rank the groups.
+		`Answer questions from the flow store, or from a fleet's flows in ClickHouse
+(--clickhouse, the same answers): group the stored records by attributes,
+filter them with a condition, rank the groups.
 
 GROUP-BY is a comma-separated list of time, iface, sip, dip, sport, dport,
 proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, nat_src_port,
@@ -94,22 +97,23 @@ A record counts when its start lies in [--from, --to). "out" counters are
 what the initiator (sip) sent, "in" what it received. Packets and bytes the
 kernel dropped (eBPF source with drops, both directions together) are shown
 when the result has any or is sorted by them.`, queryExamples)
+	a := &o.args
 	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.Var(&o.ifaces, "iface", "only these interfaces (comma-separated or repeated; default all)")
 	fs.Var(&o.ifaces, "i", "short for --iface")
 	fs.StringVar(&o.cond, "condition", "", "filter `expression` (instead of trailing arguments)")
 	fs.StringVar(&o.cond, "c", "", "short for --condition")
-	fs.StringVar(&o.from, "from", "", "start `time`: RFC 3339, a date, Unix seconds, or relative (-24h, -7d); default: everything stored")
-	fs.StringVar(&o.from, "f", "", "short for --from")
-	fs.StringVar(&o.to, "to", "", "end `time` (exclusive), same forms; default: now and beyond")
-	fs.StringVar(&o.to, "t", "", "short for --to")
-	fs.IntVar(&o.limit, "limit", 10, "show the top `n` groups (per time bin when grouping by time); 0 shows all")
-	fs.IntVar(&o.limit, "n", 10, "short for --limit")
-	fs.StringVar(&o.sort, "sort", "bytes", "rank by bytes, packets or flows, optionally :in, :out or :sum (bytes:in), or by drop_packets or drop_bytes")
-	fs.StringVar(&o.sort, "s", "bytes", "short for --sort")
-	fs.BoolVar(&o.ascending, "ascending", false, "smallest first")
-	fs.DurationVar(&o.resolution, "resolution", 0, "time bin width; implies grouping by time (default 5m when grouping by time)")
+	fs.StringVar(&a.From, "from", "", "start `time`: RFC 3339, a date, Unix seconds, or relative (-24h, -7d); default: everything stored")
+	fs.StringVar(&a.From, "f", "", "short for --from")
+	fs.StringVar(&a.To, "to", "", "end `time` (exclusive), same forms; default: now and beyond")
+	fs.StringVar(&a.To, "t", "", "short for --to")
+	fs.IntVar(&a.Limit, "limit", 10, "show the top `n` groups (per time bin when grouping by time); 0 shows all")
+	fs.IntVar(&a.Limit, "n", 10, "short for --limit")
+	fs.StringVar(&a.Sort, "sort", "bytes", "rank by `metric`: bytes, packets or flows, optionally :in, :out or :sum (bytes:in), or drop_packets or drop_bytes")
+	fs.StringVar(&a.Sort, "s", "bytes", "short for --sort")
+	fs.BoolVar(&a.Ascending, "ascending", false, "smallest first")
+	fs.DurationVar(&a.Resolution, "resolution", 0, "time bin width; implies grouping by time (default 5m when grouping by time)")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or csv")
 	fs.StringVar(&o.output, "o", "table", "short for --output")
 	fs.BoolVar(&o.list, "list", false, "list the stored interfaces with their time spans, records and size")
@@ -117,229 +121,208 @@ when the result has any or is sorted by them.`, queryExamples)
 	fs.StringVar(&o.liveURL, "live-url", query.DefaultLiveURL, "where the running capture serves its live flows (loopback only; https:// when it has --api-tls-cert)")
 	fs.StringVar(&o.liveToken, "api-token-file", "", "with --live: send the bearer token in this `file` (the capture's --api-token-file)")
 	fs.StringVar(&o.liveCA, "api-ca", "", "with --live and an https --live-url: trust the CA certificates in this PEM `file` (default: the system roots)")
-	fs.IntVar(&o.workers, "workers", 0, "goroutines decoding blocks (default: one per CPU)")
-	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
+	fs.IntVar(&a.Workers, "workers", 0, "goroutines decoding blocks (default: one per CPU)")
+	o.ch.flags(fs, "answer from ClickHouse's flows table instead of a store: its HTTP interface, http(s)://`host:port` (docs/fleet.md)")
+	return fs
+}
+
+func runQuery(args []string, stdout, stderr io.Writer) int {
+	var o queryOpts
+	fs := o.flagSet()
+	pos, done, code := parseInterleaved(fs, args, stdout, stderr)
 	if done {
 		return code
 	}
-	fail := func(format string, a ...any) int {
+	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "weir query: "+format+"\n", a...)
-		return exitUsage
+		return code
 	}
-	outFmt, err := query.ParseFormat(o.output)
+	format, q, err := o.check(fs, pos)
 	if err != nil {
-		return fail("%v", err)
+		return syntaxFail(stderr, err)
 	}
-	st, err := store.OpenReadOnly(o.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stderr, "weir query: no flow store at %s: run 'weir capture' first, or point --data-dir at one\n", o.dir)
-		return exitFailure
-	} else if err != nil {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-		return exitFailure
-	}
-	defer st.Close()
-	if !o.live && (o.liveToken != "" || o.liveCA != "") {
-		return fail("--api-token-file and --api-ca go with --live")
-	}
-	if o.list {
-		if len(pos) > 0 || o.cond != "" {
-			return fail("--list takes no group-by or condition")
-		}
-		return listStore(st, o.ifaces, outFmt, stdout_, stderr)
-	}
-
-	q := &query.Query{Limit: o.limit, Ascending: o.ascending, Resolution: o.resolution, Workers: o.workers}
-	if len(pos) == 0 {
-		return fail("give the attributes to group by, e.g. 'weir query sip' or 'weir query talk_conv' (see --help)")
-	}
-	if q.Group, err = query.ParseGroupBy(pos[0]); err != nil {
-		return syntaxFail(stderr, "group-by", err)
-	}
-	if o.resolution != 0 {
-		if o.resolution < time.Second {
-			return fail("--resolution must be at least 1s")
-		}
-		q.Group, _ = query.ParseGroupBy(pos[0] + ",time")
-	}
-	condText := o.cond
-	if len(pos) > 1 {
-		if condText != "" {
-			return fail("give the condition either as arguments or with --condition, not both")
-		}
-		condText = strings.Join(pos[1:], " ")
-	}
-	if q.Cond, err = query.ParseCondition(condText); err != nil {
-		return syntaxFail(stderr, "condition", err)
-	}
-	if q.Sort, q.Dir, err = query.ParseSort(o.sort); err != nil {
-		return fail("--sort: %v", err)
-	}
-	if o.limit < 0 {
-		return fail("--limit must not be negative")
-	}
-	now := time.Now()
-	for _, t := range []struct {
-		arg string
-		dst *time.Time
-		nm  string
-	}{{o.from, &q.From, "--from"}, {o.to, &q.To, "--to"}} {
-		if t.arg == "" {
-			continue
-		}
-		if *t.dst, err = query.ParseTime(t.arg, now); err != nil {
-			return fail("%s: %v", t.nm, err)
-		}
-	}
-	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
-		return fail("--from (%s) must be before --to (%s)", q.From.Format(time.RFC3339), q.To.Format(time.RFC3339))
-	}
-	for _, s := range o.ifaces {
-		q.Ifaces = append(q.Ifaces, strings.Split(s, ",")...)
-	}
-
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	var liveRecs []flow.Record
-	if o.live {
-		var auth query.LiveAuth
-		if o.liveToken != "" {
-			tok, err := httpauth.LoadToken(o.liveToken)
-			if err != nil {
-				return fail("--api-token-file: %v", err)
-			}
-			auth.Token = string(tok)
-		}
-		if o.liveCA != "" {
-			if auth.TLS, err = httpauth.ClientTLS(o.liveCA); err != nil {
-				return fail("--api-ca: %v", err)
-			}
-		}
-		fetch := func(ctx context.Context) ([]flow.Record, error) { return query.FetchLiveAuth(ctx, o.liveURL, auth) }
-		if liveRecs, q.Blocks, err = query.LiveSnapshotFunc(ctx, st, fetch); err != nil {
-			fmt.Fprintf(stderr, "weir query: --live: %v\n", err)
-			return exitFailure
-		}
-	}
-	res, err := query.Run(ctx, st, q, liveRecs)
+	src, err := o.open(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-		return exitFailure
+		return fail(exitFailure, "%v", err)
 	}
-	if err := res.Write(stdout_, outFmt); err != nil {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-		return exitFailure
+	defer src.close()
+	if o.list {
+		err = src.list(ctx, o.ifaces, stdout, format)
+	} else if err = o.addLive(ctx, src); err == nil {
+		err = src.answer(ctx, q, stdout, format)
 	}
-	if ss := st.Stats(); res.Stats.BlocksCorrupt > 0 || ss.CorruptBlocks > 0 || ss.CorruptIndexes > 0 {
-		fmt.Fprintf(stderr, "weir query: %d damaged blocks were skipped; the answer leaves out their records ('weir store check' lists them)\n", max(res.Stats.BlocksCorrupt, int(ss.CorruptBlocks)))
-		for _, w := range ss.Warnings {
-			fmt.Fprintf(stderr, "weir query: %s\n", w)
-		}
+	if err != nil {
+		return fail(exitFailure, "%v", err)
 	}
+	src.warn(stderr, o.list)
 	return exitOK
 }
 
-// syntaxFail prints a query-string mistake with a caret under it.
-func syntaxFail(stderr io.Writer, what string, err error) int {
+// check parses the command line into a query (nil with --list).
+func (o *queryOpts) check(fs *flag.FlagSet, pos []string) (query.Format, *query.Query, error) {
+	format, err := query.ParseFormat(o.output)
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case !o.live && (o.liveToken != "" || o.liveCA != ""):
+		return 0, nil, errors.New("--api-token-file and --api-ca go with --live")
+	case o.ch.url != "" && (o.live || isSet(fs, "data-dir", "d")):
+		return 0, nil, errors.New("--clickhouse answers from ClickHouse: give it without --data-dir and --live")
+	case o.list && (len(pos) > 0 || o.cond != ""):
+		return 0, nil, errors.New("--list takes no group-by or condition")
+	case o.list:
+		return format, nil, nil
+	case len(pos) > 1 && o.cond != "":
+		return 0, nil, errors.New("give the condition either as arguments or with --condition, not both")
+	}
+	o.args.Condition = []string{o.cond}
+	if len(pos) > 0 {
+		o.args.Group = pos[0]
+	}
+	if len(pos) > 1 {
+		o.args.Condition = pos[1:]
+	}
+	o.args.Ifaces = o.ifaces
+	q, err := o.args.Build(time.Now())
+	if err == nil {
+		err = o.loadAuth()
+	}
+	return format, q, err
+}
+
+// loadAuth reads --api-token-file and --api-ca.
+func (o *queryOpts) loadAuth() error {
+	if o.liveToken != "" {
+		tok, err := httpauth.LoadToken(o.liveToken)
+		if err != nil {
+			return fmt.Errorf("--api-token-file: %w", err)
+		}
+		o.auth.Token = string(tok)
+	}
+	var err error
+	if o.liveCA != "" {
+		if o.auth.TLS, err = httpauth.ClientTLS(o.liveCA); err != nil {
+			return fmt.Errorf("--api-ca: %w", err)
+		}
+	}
+	return nil
+}
+
+// addLive adds the flows of a running capture to q (--live).
+func (o *queryOpts) addLive(ctx context.Context, src *querySource) error {
+	if !o.live {
+		return nil
+	}
+	recs, blocks, err := query.LiveSnapshotFunc(ctx, src.st, query.LiveFetcher(o.liveURL, o.auth))
+	if err != nil {
+		return fmt.Errorf("--live: %w", err)
+	}
+	src.run = func(ctx context.Context, q *query.Query) (*query.Result, error) {
+		q.Blocks = blocks // the blocks of the moment the live flows were taken
+		return query.Run(ctx, src.st, q, recs)
+	}
+	return nil
+}
+
+// syntaxFail prints a mistake on the command line, with a caret under a
+// query-string mistake.
+func syntaxFail(stderr io.Writer, err error) int {
 	var se *query.SyntaxError
-	if errors.As(err, &se) {
-		fmt.Fprintf(stderr, "weir query: %s: %s\n%s\n", what, se.Msg, se.Caret())
+	var ae *query.ArgError
+	if errors.As(err, &ae) && errors.As(err, &se) {
+		fmt.Fprintf(stderr, "weir query: %s: %s\n%s\n", ae.Part, se.Msg, se.Caret())
 	} else {
-		fmt.Fprintf(stderr, "weir query: %s: %v\n", what, err)
+		fmt.Fprintf(stderr, "weir query: %v\n", err)
 	}
 	return exitUsage
 }
 
-// ifaceSpan is one line of --list.
-type ifaceSpan struct {
-	Iface  string    `json:"iface"`
-	First  time.Time `json:"first"`
-	Last   time.Time `json:"last"`
-	Days   int       `json:"days"`
-	Blocks int       `json:"blocks"`
-	Flows  int64     `json:"flows"`
-	Bytes  int64     `json:"bytes"`
+// querySource is what 'weir query' asks: the flow store or ClickHouse.
+type querySource struct {
+	st      *store.Store           // nil for ClickHouse
+	ch      *api.ClickHouseBackend // nil for the store
+	run     func(context.Context, *query.Query) (*query.Result, error)
+	corrupt int // damaged blocks the answer skipped
 }
 
-func listStore(st *store.Store, only listFlag, outFmt query.Format, w, stderr io.Writer) int {
-	names, err := st.Ifaces()
+func (o *queryOpts) open(ctx context.Context) (*querySource, error) {
+	if o.ch.url != "" {
+		b, err := o.ch.open(ctx)
+		return &querySource{ch: b, run: func(ctx context.Context, q *query.Query) (*query.Result, error) { return b.Query(ctx, q, false) }}, err
+	}
+	st, err := store.OpenReadOnly(o.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no flow store at %s: run 'weir capture' first, or point --data-dir at one", o.dir)
+	} else if err != nil {
+		return nil, err
+	}
+	return &querySource{st: st, run: func(ctx context.Context, q *query.Query) (*query.Result, error) { return query.Run(ctx, st, q, nil) }}, nil
+}
+
+func (s *querySource) close() {
+	if s.st != nil {
+		s.st.Close()
+	}
+}
+
+// answer runs q and writes the result, with a progress bar on a terminal.
+func (s *querySource) answer(ctx context.Context, q *query.Query, w io.Writer, f query.Format) error {
+	var bar *cli.Progress
+	var once sync.Once
+	if progressOut != nil {
+		q.Progress = func(done, total int) {
+			once.Do(func() { bar = cli.NewProgress(progressOut, int64(total), "blocks") })
+			bar.Set(int64(done))
+		}
+	}
+	res, err := s.run(ctx, q)
+	bar.Finish()
 	if err != nil {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-		return exitFailure
+		return err
 	}
-	var want []string
-	for _, s := range only {
-		want = append(want, strings.Split(s, ",")...)
+	s.corrupt = res.Stats.BlocksCorrupt
+	return res.Write(w, f)
+}
+
+// list writes the stored interfaces (only those of only, when given).
+func (s *querySource) list(ctx context.Context, only []string, w io.Writer, f query.Format) error {
+	var b api.Backend = s.ch
+	if s.st != nil {
+		b = api.NewStoreBackend(s.st, nil)
 	}
-	var spans []ifaceSpan
-	for _, n := range names {
-		if len(want) > 0 && !slices.Contains(want, n) {
-			continue
-		}
-		bl, err := st.Blocks(0, 0, []string{n})
-		if err != nil || len(bl) == 0 {
-			continue
-		}
-		sp := ifaceSpan{Iface: n, First: time.Unix(0, bl[0].MinStart).UTC(), Last: time.Unix(0, bl[0].MaxEnd).UTC(), Blocks: len(bl)}
-		days := map[string]bool{}
-		for _, b := range bl {
-			sp.First = minTime(sp.First, time.Unix(0, b.MinStart).UTC())
-			if t := time.Unix(0, b.MaxEnd).UTC(); t.After(sp.Last) {
-				sp.Last = t
-			}
-			sp.Flows += int64(b.Rows)
-			sp.Bytes += int64(b.Size)
-			days[b.Day] = true
-		}
-		sp.Days = len(days)
-		spans = append(spans, sp)
-	}
-	switch outFmt {
-	case query.JSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if spans == nil {
-			spans = []ifaceSpan{}
-		}
-		err = enc.Encode(spans)
-	case query.CSV:
-		fmt.Fprintln(w, "iface,first,last,days,blocks,flows,bytes")
-		for _, s := range spans {
-			fmt.Fprintf(w, "%s,%s,%s,%d,%d,%d,%d\n", csvField(s.Iface), s.First.Format(time.RFC3339Nano), s.Last.Format(time.RFC3339Nano), s.Days, s.Blocks, s.Flows, s.Bytes)
-		}
-	default:
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "iface\tfirst\tlast\tdays\tblocks\tflows\tsize\t")
-		for _, s := range spans {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", termsafe.String(s.Iface), s.First.Format(time.RFC3339), s.Last.Format(time.RFC3339),
-				s.Days, s.Blocks, format.Count(uint64(s.Flows)), format.Bytes(uint64(s.Bytes)))
-		}
-		err = tw.Flush()
-	}
+	h, err := b.Holdings(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-		return exitFailure
+		return err
 	}
-	if ss := st.Stats(); ss.CorruptBlocks > 0 || ss.CorruptIndexes > 0 {
+	want := strings.Split(strings.Join(only, ","), ",")
+	spans := slices.DeleteFunc(h.Interfaces, func(sp api.IfaceSpan) bool { return len(only) > 0 && !slices.Contains(want, sp.Iface) })
+	return api.WriteIfaces(w, spans, f)
+}
+
+// warn says what damaged blocks the answer or the list left out.
+func (s *querySource) warn(stderr io.Writer, list bool) {
+	if s.st == nil {
+		return
+	}
+	ss := s.st.Stats()
+	if s.corrupt == 0 && ss.CorruptBlocks == 0 && ss.CorruptIndexes == 0 {
+		return
+	}
+	if list {
 		fmt.Fprintf(stderr, "weir query: %d damaged blocks are left out of the list ('weir store check' lists them)\n", ss.CorruptBlocks)
-		for _, w := range ss.Warnings {
-			fmt.Fprintf(stderr, "weir query: %s\n", w)
-		}
+	} else {
+		fmt.Fprintf(stderr, "weir query: %d damaged blocks were skipped; the answer leaves out their records ('weir store check' lists them)\n", max(s.corrupt, int(ss.CorruptBlocks)))
 	}
-	return exitOK
+	for _, w := range ss.Warnings {
+		fmt.Fprintf(stderr, "weir query: %s\n", w)
+	}
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// csvField quotes s when CSV needs it.
-func csvField(s string) string {
-	if strings.ContainsAny(s, ",\"\n\r") {
-		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-	}
-	return s
+// isSet reports whether one of the flags names was given.
+func isSet(fs *flag.FlagSet, names ...string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || slices.Contains(names, f.Name) })
+	return set
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -69,7 +70,7 @@ func TestCaptureStoreQuery(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("--list exit %d: %s", code, errs)
 	}
-	var spans []ifaceSpan
+	var spans []api.IfaceSpan
 	if err := json.Unmarshal([]byte(out), &spans); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ const serveExamples = `  # The console and the API over the default store, on th
 
 type serveCmdOpts struct {
 	dir, addr, liveURL           string
-	chURL, chDB, chUser, chPass  string
+	ch                           chOpts
 	tokenFile, certFile, keyFile string
 	maxQueries, queryWorkers     int
 	queryTimeout                 time.Duration
@@ -73,10 +73,7 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")
 	fs.StringVar(&o.liveURL, "live-url", "", "a running capture's live flows (`url`, loopback only; e.g. "+query.DefaultLiveURL+"): enables /api/v1/live and live=true")
-	fs.StringVar(&o.chURL, "clickhouse", "", "answer from ClickHouse's flows table instead of a store: its HTTP interface, http(s)://`host:port` (docs/fleet.md)")
-	fs.StringVar(&o.chDB, "clickhouse-database", "weir", "the ClickHouse database 'weir clickhouse setup' created")
-	fs.StringVar(&o.chUser, "clickhouse-user", "", "ClickHouse user (default: the server's default user)")
-	fs.StringVar(&o.chPass, "clickhouse-password-file", "", "`file` holding the ClickHouse user's password")
+	o.ch.flags(fs, "answer from ClickHouse's flows table instead of a store: its HTTP interface, http(s)://`host:port` (docs/fleet.md)")
 	fs.StringVar(&o.tokenFile, "api-token-file", "", "bearer token `file` clients must send (required off loopback)")
 	fs.StringVar(&o.certFile, "api-tls-cert", "", "TLS certificate `file` (PEM): serve HTTPS")
 	fs.StringVar(&o.keyFile, "api-tls-key", "", "TLS private key `file` (PEM)")
@@ -133,8 +130,8 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 		auth = "bearer token from " + o.tokenFile
 	}
 	what := "store " + o.dir
-	if o.chURL != "" {
-		what = "ClickHouse " + o.chURL + " database " + o.chDB
+	if o.ch.url != "" {
+		what = "ClickHouse " + o.ch.url + " database " + o.ch.db
 	}
 	fmt.Fprintf(stderr, "weir serve: %s://%s/ — %s, %s\n", scheme, ln.Addr(), what, auth)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -156,23 +153,16 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 
 // backend opens the store read-only, or connects to ClickHouse.
 func (o *serveCmdOpts) backend(fs *flag.FlagSet, stderr io.Writer) (api.Backend, func(), int) {
-	if o.chURL != "" {
-		dirSet := false
-		fs.Visit(func(f *flag.Flag) { dirSet = dirSet || f.Name == "data-dir" || f.Name == "d" })
-		if dirSet || o.liveURL != "" {
+	if o.ch.url != "" {
+		if isSet(fs, "data-dir", "d") || o.liveURL != "" {
 			fmt.Fprintln(stderr, "weir serve: --clickhouse answers from ClickHouse: give it without --data-dir and --live-url")
-			return nil, nil, exitUsage
-		}
-		conn, err := clickhouse.NewHTTP(o.chURL, o.chUser, o.chPass)
-		if err != nil {
-			fmt.Fprintf(stderr, "weir serve: --clickhouse: %v\n", err)
 			return nil, nil, exitUsage
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		b, err := api.NewClickHouseBackend(ctx, conn, o.chDB)
+		b, err := o.ch.open(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "weir serve: --clickhouse %s: %v\n", o.chURL, err)
+			fmt.Fprintf(stderr, "weir serve: %v\n", err)
 			return nil, nil, exitFailure
 		}
 		return b, func() {}, exitOK
@@ -206,4 +196,28 @@ func (b storeBackend) Collector() metrics.Collector { return b.st.Collector() }
 func openWithoutToken(req *http.Request) bool {
 	p := req.URL.Path
 	return p == "/healthz" || p == "/readyz" || !strings.HasPrefix(p, "/api/") && p != "/metrics"
+}
+
+// chOpts are the flags that point a command at ClickHouse instead of a
+// store (serve, query).
+type chOpts struct{ url, db, user, pass string }
+
+func (o *chOpts) flags(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&o.url, "clickhouse", "", usage)
+	fs.StringVar(&o.db, "clickhouse-database", "weir", "the ClickHouse database 'weir clickhouse setup' created")
+	fs.StringVar(&o.user, "clickhouse-user", "", "ClickHouse user (default: the server's default user)")
+	fs.StringVar(&o.pass, "clickhouse-password-file", "", "`file` holding the ClickHouse user's password")
+}
+
+// open connects to ClickHouse and asks for its version.
+func (o *chOpts) open(ctx context.Context) (*api.ClickHouseBackend, error) {
+	conn, err := clickhouse.NewHTTP(o.url, o.user, o.pass)
+	if err != nil {
+		return nil, fmt.Errorf("--clickhouse: %w", err)
+	}
+	b, err := api.NewClickHouseBackend(ctx, conn, o.db)
+	if err != nil {
+		return nil, fmt.Errorf("--clickhouse %s: %w", o.url, err)
+	}
+	return b, nil
 }

@@ -324,3 +324,9 @@ func (in *enrichInterner) service(name, backends, group string) *flow.Service {
 	}
 	return p
 }
+
+// LiveFetcher is FetchLiveAuth of url and auth as a function, for
+// LiveSnapshotFunc.
+func LiveFetcher(url string, auth LiveAuth) func(context.Context) ([]flow.Record, error) {
+	return func(ctx context.Context) ([]flow.Record, error) { return FetchLiveAuth(ctx, url, auth) }
+}

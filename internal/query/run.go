@@ -44,6 +44,10 @@ type Query struct {
 	// that pairs the store with live records lists them itself, so that
 	// both come from the same moment (see LiveSnapshot).
 	Blocks []store.BlockInfo
+	// Progress, when not nil, is told after each block read how many of
+	// the total reads are done; it is called from the scanning goroutines
+	// at once, so it must be safe for concurrent use.
+	Progress func(done, total int)
 }
 
 // Counters are the sums of a group. Packets and Bytes were sent by the
@@ -204,6 +208,11 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	scans := make([]*scanner, workers)
 	var next atomic.Int64
 	var failed atomic.Bool
+	var read atomic.Int64 // blocks read, for q.Progress
+	reads := len(blocks)
+	if parted {
+		reads *= workers // each partitioned worker reads every block
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
 	for w := range scans {
@@ -227,6 +236,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 					errs[w] = err
 					failed.Store(true) // stop the others
 					return
+				}
+				if q.Progress != nil {
+					q.Progress(int(read.Add(1)), reads)
 				}
 			}
 		}()

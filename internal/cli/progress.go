@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+// TerminalOrNil returns f when it is a terminal, else nil: the writer
+// progress goes to (NewProgress draws nothing on nil).
+func TerminalOrNil(f *os.File) io.Writer {
+	if f == nil || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return f
+}
+
+// ProgressDelay is how long an operation runs before its bar is drawn:
+// quick ones show nothing.
+const ProgressDelay = 500 * time.Millisecond
+
+// Progress is a progress bar on a terminal, or nothing. A nil *Progress is
+// valid and draws nothing; its methods are safe for concurrent use.
+type Progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	desc  string
+	total int64
+	done  int64
+	start time.Time
+	bar   *progressbar.ProgressBar // drawn once ProgressDelay has passed
+}
+
+// NewProgress returns a bar of total steps described by desc, drawn on w;
+// nil (nothing drawn) when w is nil (TerminalOrNil: not a terminal) or
+// total is not positive.
+func NewProgress(w io.Writer, total int64, desc string) *Progress {
+	if w == nil || total <= 0 {
+		return nil
+	}
+	return &Progress{w: w, desc: desc, total: total, start: time.Now()}
+}
+
+// Set says that done of the total steps are done.
+func (p *Progress) Set(done int64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.set(done)
+}
+
+// set draws done; p.mu is held.
+func (p *Progress) set(done int64) {
+	p.done = done
+	if p.bar == nil {
+		if time.Since(p.start) < ProgressDelay {
+			return
+		}
+		p.bar = progressbar.NewOptions64(p.total,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(p.desc),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetWidth(30))
+	}
+	p.bar.Set64(done)
+}
+
+// Add says that n more steps are done.
+func (p *Progress) Add(n int64) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.set(p.done + n)
+}
+
+// Finish clears the bar (the command's own output follows).
+func (p *Progress) Finish() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Finish()
+		p.bar = nil
+	}
+}
