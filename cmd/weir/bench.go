@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/gendb"
-	"github.com/weir-dev/weir/internal/store"
 )
 
 func runGendb(args []string, stdout_, stderr io.Writer) int {
@@ -51,32 +50,16 @@ docs/benchmarks.md (7 days x 288 blocks x 5,000 flows).`, `  weir bench gendb --
 		fmt.Fprintln(stderr, "weir bench gendb: the flags ask for no rows, or out-of-range sizes")
 		return exitUsage
 	}
-	st, err := store.Open(store.Config{Dir: dir, Writeout: 24 * time.Hour, NoSync: noSync})
+	bar := cli.NewProgress(progressOut, rows, "rows")
+	w, err := gendb.WriteStore(cfg, dir, noSync, func(n int64) { bar.Set(n) })
+	bar.Finish()
 	if err != nil {
 		fmt.Fprintf(stderr, "weir bench gendb: %v\n", err)
 		return exitFailure
 	}
-	var spent time.Duration
-	start := time.Now()
-	err = gendb.Generate(cfg, func(_ int64, recs []flow.Record) error {
-		t := time.Now()
-		if err := st.Write(recs); err != nil {
-			return err
-		}
-		err := st.Flush()
-		spent += time.Since(t)
-		return err
-	})
-	if cerr := st.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "weir bench gendb: %v\n", err)
-		return exitFailure
-	}
-	s := st.Stats()
-	fmt.Fprintf(stdout_, "%d rows in %d blocks written to %s in %v: %s on disk, %.2f B/row; writing (encode, compress, append, fsync) %.3f µs/row\n",
-		s.RowsWritten, s.BlocksWritten, dir, time.Since(start).Round(time.Millisecond), format.Bytes(uint64(s.BytesOnDisk)),
-		float64(s.BytesOnDisk)/float64(max(1, s.RowsWritten)), spent.Seconds()*1e6/float64(max(1, s.RowsWritten)))
+	s := w.Stats
+	fmt.Fprintf(stdout_, "%s rows in %s blocks written to %s in %v: %s on disk, %.2f B/row; writing (encode, compress, append, fsync) %.3f µs/row\n",
+		cli.Count(s.RowsWritten), cli.Count(int64(s.BlocksWritten)), dir, w.Elapsed.Round(time.Millisecond), format.Bytes(uint64(s.BytesOnDisk)),
+		float64(s.BytesOnDisk)/float64(max(1, s.RowsWritten)), w.Writing.Seconds()*1e6/float64(max(1, s.RowsWritten)))
 	return exitOK
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/enrich/services"
 )
 
 // lbstress with groups keeps rows and datapath groups constant as nodes
@@ -15,9 +17,9 @@ func TestLBStress(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rs []lbResult
+	var rs []services.StressResult
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r lbResult
+		var r services.StressResult
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("%q: %v", l, err)
 		}

@@ -1,0 +1,46 @@
+package gendb
+
+import (
+	"time"
+
+	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// Written is what WriteStore did.
+type Written struct {
+	Stats   store.Stats   // the store's counters after closing it
+	Writing time.Duration // time in the store's write and flush (encode, compress, append, fsync)
+	Elapsed time.Duration // all of it, generating too
+}
+
+// WriteStore generates cfg's records into a new store in dir, one block
+// per interface and time block, and closes it. progress, when not nil, is
+// told the rows written so far after each block.
+func WriteStore(cfg Config, dir string, noSync bool, progress func(rows int64)) (Written, error) {
+	var w Written
+	start := time.Now()
+	st, err := store.Open(store.Config{Dir: dir, Writeout: 24 * time.Hour, NoSync: noSync})
+	if err != nil {
+		return w, err
+	}
+	var rows int64
+	err = Generate(cfg, func(_ int64, recs []flow.Record) error {
+		t := time.Now()
+		err := st.Write(recs)
+		if err == nil {
+			err = st.Flush()
+		}
+		w.Writing += time.Since(t)
+		rows += int64(len(recs))
+		if progress != nil {
+			progress(rows)
+		}
+		return err
+	})
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	w.Stats, w.Elapsed = st.Stats(), time.Since(start)
+	return w, err
+}
