@@ -7,12 +7,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/weir-dev/weir/internal/bench/profile"
 	"github.com/weir-dev/weir/internal/bench/report"
+	"github.com/weir-dev/weir/internal/bench/result"
 	"github.com/weir-dev/weir/internal/bench/runner"
 	"github.com/weir-dev/weir/internal/testhost"
 )
@@ -20,12 +20,10 @@ import (
 // runBenchRun is `weir bench run PROFILE`.
 func runBenchRun(args []string, stdout_, stderr io.Writer) int {
 	var (
-		cfg      runner.Config
-		hub      string
-		offloads string
-		observe  string
-		jsonOut  string
-		sets     listFlag
+		cfg     runner.Config
+		opt     runner.Options
+		jsonOut string
+		sets    listFlag
 	)
 	fs := newFlagSet("bench run", "weir bench run [flags] PROFILE",
 		`Run a traffic profile between test hosts and print what it measured.
@@ -55,10 +53,10 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
   weir bench compare before.json after.json --html report.html
 `)
 	fs.IntVar(&cfg.Pairs, "pairs", 1, "client/server pairs (client hosts), like Ripsaw's instances")
-	fs.StringVar(&hub, "hub", "bridge", "how the primary network joins the hosts: bridge or router")
+	fs.StringVar(&opt.Hub, "hub", "bridge", "how the primary network joins the hosts: bridge or router")
 	fs.BoolVar(&cfg.Secondary, "secondary", false, "build the second network even if the profile does not use it")
-	fs.StringVar(&offloads, "offloads", "on", "segmentation offloads (TSO, GSO, GRO) on the test interfaces: on or off (--observe turns them off)")
-	fs.StringVar(&observe, "observe", "", "comma-separated capture `modes` to check against the traffic: afpacket, ebpf, conntrack")
+	fs.StringVar(&opt.Offloads, "offloads", "on", "segmentation offloads (TSO, GSO, GRO) on the test interfaces: on or off (--observe turns them off)")
+	fs.StringVar(&opt.Observe, "observe", "", "comma-separated capture `modes` to check against the traffic: afpacket, ebpf, conntrack")
 	fs.BoolVar(&cfg.Strict, "strict", false, "fail when --observe finds a difference")
 	fs.BoolVar(&cfg.Calibrate, "calibrate", false, "also run iperf3 and sockperf on the same hosts")
 	fs.DurationVar(&cfg.CalTime, "calibrate-time", 3*time.Second, "duration of each calibration test (the tools take whole seconds)")
@@ -75,49 +73,11 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
 		return exitUsage
 	}
 	file := pos[0]
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "weir bench run: "+format+"\n", a...)
+	opt.Sets = sets
+	lookup, err := opt.Apply(&cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir bench run: %v\n", err)
 		return exitUsage
-	}
-	switch hub {
-	case "bridge":
-		cfg.Hub = testhost.Bridge
-	case "router":
-		cfg.Hub = testhost.Router
-	default:
-		return fail("--hub %q: want bridge or router", hub)
-	}
-	switch offloads {
-	case "on":
-		cfg.Offloads = true
-	case "off":
-	default:
-		return fail("--offloads %q: want on or off", offloads)
-	}
-	if observe != "" {
-		for _, m := range strings.Split(observe, ",") {
-			if !contains(runner.Modes, m) {
-				return fail("--observe %q: want %s", m, strings.Join(runner.Modes, ", "))
-			}
-			cfg.Observe = append(cfg.Observe, m)
-		}
-	}
-	if cfg.Strict && len(cfg.Observe) == 0 {
-		return fail("--strict needs --observe")
-	}
-	vars := map[string]string{}
-	for _, s := range sets {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok || k == "" {
-			return fail("--set %q: want name=value", s)
-		}
-		vars[k] = v
-	}
-	lookup := func(k string) (string, bool) {
-		if v, ok := vars[k]; ok {
-			return v, true
-		}
-		return os.LookupEnv(k)
 	}
 	p, err := profile.Load(file, lookup)
 	if err != nil {
@@ -141,17 +101,9 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
 	start := time.Now()
 	run, err := runner.Run(ctx, cfg)
 	if run != nil {
-		if jsonOut == "-" {
-			run.Write(stdout_)
-		} else {
-			report.WriteRun(stdout_, run)
-		}
-		if jsonOut != "" && jsonOut != "-" {
-			if werr := writeResult(jsonOut, run); werr != nil {
-				fmt.Fprintf(stderr, "weir bench run: %v\n", werr)
-				return exitFailure
-			}
-			fmt.Fprintf(stderr, "weir bench: result written to %s\n", jsonOut)
+		if err := writeRunResult(run, jsonOut, stdout_, stderr); err != nil {
+			fmt.Fprintf(stderr, "weir bench run: %v\n", err)
+			return exitFailure
 		}
 	}
 	if err != nil {
@@ -169,26 +121,21 @@ shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.y
 	return exitOK
 }
 
-// writeResult writes the JSON result file.
-func writeResult(path string, run interface{ Write(io.Writer) error }) error {
-	f, err := os.Create(path)
-	if err != nil {
+// writeRunResult prints the run's tables (its JSON with --json -) and writes
+// the --json file.
+func writeRunResult(run *result.Run, jsonOut string, stdout, stderr io.Writer) error {
+	if jsonOut == "-" {
+		return run.Write(stdout)
+	}
+	report.WriteRun(stdout, run)
+	if jsonOut == "" {
+		return nil
+	}
+	if err := run.WriteFile(jsonOut); err != nil {
 		return err
 	}
-	if err := run.Write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	fmt.Fprintf(stderr, "weir bench: result written to %s\n", jsonOut)
+	return nil
 }
 
 // runBenchChild is `weir bench _child server|client`: one side of a bench

@@ -201,7 +201,7 @@ func TestBenchRunCompare(t *testing.T) {
 	for i := range 2 {
 		r, _ := benchRun(t, bin, prof)
 		f := filepath.Join(dir, fmt.Sprintf("run%d.json", i))
-		if err := writeResult(f, r); err != nil {
+		if err := r.WriteFile(f); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, f)

@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -95,58 +93,29 @@ Queries are bounded: --max-queries at a time (more wait a little, then get
 		return code
 	}
 	defer closeBackend()
-	srv, err := api.New(api.Config{Backend: backend, MaxQueries: o.maxQueries,
-		QueryTimeout: o.queryTimeout, QueryWorkers: o.queryWorkers, Version: version})
-	if err != nil {
+	srv, err := api.NewStandalone(api.Config{Backend: backend, MaxQueries: o.maxQueries, QueryTimeout: o.queryTimeout, QueryWorkers: o.queryWorkers, Version: version},
+		httpauth.Config{Addr: o.addr, TokenFile: o.tokenFile, CertFile: o.certFile, KeyFile: o.keyFile})
+	var le *api.ListenError
+	if errors.As(err, &le) {
+		return fail(exitUsage, "%v", err)
+	} else if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	ln, err := httpauth.Listen(httpauth.Config{Addr: o.addr, TokenFile: o.tokenFile, CertFile: o.certFile, KeyFile: o.keyFile})
-	if err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	reg := metrics.NewRegistry()
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", reg)
-	mux.Handle("/", srv)
-	guard := httpauth.Middleware(ln.Token, mux, openWithoutToken)
-	cols := []metrics.Collector{srv.Collector(), guard.Collector(), metrics.NewGoCollector(), metrics.NewProcessCollector()}
-	if sb, ok := backend.(interface{ Collector() metrics.Collector }); ok {
-		cols = append(cols, sb.Collector())
-	}
-	for _, c := range cols {
-		if err := reg.Register(c); err != nil {
-			ln.Close()
-			return fail(exitFailure, "metrics: %v", err)
-		}
-	}
-	hs := &http.Server{Handler: guard, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: o.queryTimeout + api.DefaultQueueWait + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
-	scheme := "http"
-	if ln.TLS {
+	scheme, auth, what := "http", "no token (loopback)", "store "+o.dir
+	if srv.Listener.TLS {
 		scheme = "https"
 	}
-	auth := "no token (loopback)"
-	if ln.Token != nil {
+	if srv.Listener.Token != nil {
 		auth = "bearer token from " + o.tokenFile
 	}
-	what := "store " + o.dir
 	if o.ch.url != "" {
 		what = "ClickHouse " + o.ch.url + " database " + o.ch.db
 	}
-	fmt.Fprintf(stderr, "weir serve: %s://%s/ — %s, %s\n", scheme, ln.Addr(), what, auth)
+	fmt.Fprintf(stderr, "weir serve: %s://%s/ — %s, %s\n", scheme, srv.Listener.Addr(), what, auth)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
+	if err := srv.Run(ctx); err != nil {
 		return fail(exitFailure, "%v", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
 	}
 	return exitOK
 }
@@ -189,14 +158,6 @@ type storeBackend struct {
 }
 
 func (b storeBackend) Collector() metrics.Collector { return b.st.Collector() }
-
-// openWithoutToken says which requests need no token: health checks, and
-// the console's own files (it asks for the token, then sends it with every
-// API call). Flows and metrics always need it when a token is set.
-func openWithoutToken(req *http.Request) bool {
-	p := req.URL.Path
-	return p == "/healthz" || p == "/readyz" || !strings.HasPrefix(p, "/api/") && p != "/metrics"
-}
 
 // chOpts are the flags that point a command at ClickHouse instead of a
 // store (serve, query).

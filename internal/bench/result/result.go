@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/weir-dev/weir/internal/bench/profile"
@@ -243,4 +244,18 @@ func Read(rd io.Reader) (*Run, error) {
 		return nil, fmt.Errorf("result: no profile")
 	}
 	return &r, nil
+}
+
+// WriteFile writes the run as JSON to the file at path (created, or
+// truncated).
+func (r *Run) WriteFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := r.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
