@@ -55,7 +55,7 @@ Kafka engine. Works with ClickHouse 18.16 and later (docs/fleet.md).`, clickhous
 	}
 	cfg := clickhouse.Config{Database: db, Topic: topic, Group: group, Consumers: consumers}
 	if retention != "" {
-		d, err := parseDays(retention)
+		d, err := clickhouse.ParseRetention(retention)
 		if err != nil {
 			return fail("--retention: %v", err)
 		}
@@ -65,27 +65,22 @@ Kafka engine. Works with ClickHouse 18.16 and later (docs/fleet.md).`, clickhous
 	if err != nil {
 		return fail("%v", err)
 	}
+	kc, err := kafka.ParseURL("kafka://" + brokers + "/" + topic)
+	if brokers != "" && err != nil {
+		return fail("--kafka/--topic: %v", err)
+	}
+	if brokers != "" && (partitions < 1 || replication < 1 || partitions > 1<<16 || replication > 16) {
+		return fail("--partitions and --replication must be positive")
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	ctx, cancel2 := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel2()
 	if brokers != "" {
-		kc, err := kafka.ParseURL("kafka://" + brokers + "/" + topic)
-		if err != nil {
-			return fail("--kafka/--topic: %v", err)
-		}
-		if partitions < 1 || replication < 1 || partitions > 1<<16 || replication > 16 {
-			return fail("--partitions and --replication must be positive")
-		}
-		created, err := kafka.EnsureTopic(ctx, kc, int32(partitions), int16(replication))
-		if err != nil {
+		if cfg.Kafka, err = ensureTopic(ctx, kc, partitions, replication, stdout); err != nil {
 			fmt.Fprintf(stderr, "weir clickhouse setup: %v\n", err)
 			return exitFailure
 		}
-		if created {
-			fmt.Fprintf(stdout, "created topic %s (%d partitions, replication %d)\n", topic, partitions, replication)
-		}
-		cfg.Kafka = kc.Brokers
 	}
 	res, err := clickhouse.Setup(ctx, conn, cfg)
 	if err != nil {
@@ -103,20 +98,12 @@ Kafka engine. Works with ClickHouse 18.16 and later (docs/fleet.md).`, clickhous
 	return exitOK
 }
 
-// parseDays reads "30d" or "720h" as a whole number of days.
-func parseDays(s string) (time.Duration, error) {
-	var d time.Duration
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int
-		if _, err := fmt.Sscanf(n, "%d", &days); err != nil || days <= 0 || days > 36500 || fmt.Sprint(days) != n {
-			return 0, fmt.Errorf("%q: want whole days such as 30d", s)
-		}
-		d = time.Duration(days) * 24 * time.Hour
-	} else {
-		var err error
-		if d, err = time.ParseDuration(s); err != nil || d <= 0 || d%(24*time.Hour) != 0 {
-			return 0, fmt.Errorf("%q: want whole days such as 30d", s)
-		}
+// ensureTopic creates the topic on the brokers unless it exists, and
+// returns the brokers.
+func ensureTopic(ctx context.Context, kc *kafka.Config, partitions, replication int, stdout io.Writer) ([]string, error) {
+	created, err := kafka.EnsureTopic(ctx, kc, int32(partitions), int16(replication))
+	if created {
+		fmt.Fprintf(stdout, "created topic %s (%d partitions, replication %d)\n", kc.Topic, partitions, replication)
 	}
-	return d, nil
+	return kc.Brokers, err
 }

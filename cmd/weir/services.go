@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net/netip"
-	"strconv"
-	"strings"
 
 	"github.com/weir-dev/weir/internal/enrich"
 	"github.com/weir-dev/weir/internal/enrich/services"
@@ -42,7 +39,7 @@ shows the rows of every port it has.`, `  weir services explain --inventory exam
 		return exitUsage
 	}
 	vip := pos[0]
-	addr, port, err := parseVIP(vip)
+	addr, port, err := services.ParseVIP(vip)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir services explain: %v\n", err)
 		return exitUsage
@@ -53,21 +50,9 @@ shows the rows of every port it has.`, `  weir services explain --inventory exam
 			fmt.Fprintf(stderr, "weir services explain: %v\n", err)
 			return exitFailure
 		}
-	} else {
-		n, m, ok := strings.Cut(stress, ",")
-		nn, err1 := strconv.Atoi(n)
-		mm, err2 := strconv.Atoi(m)
-		if !ok || err1 != nil || err2 != nil || nn < 1 || mm < 1 || nn > 100000 || mm > 65000 {
-			fmt.Fprintf(stderr, "weir services explain: --stress wants N,M (e.g. 3,10)\n")
-			return exitUsage
-		}
-		for i := range nn {
-			in.Nodes = append(in.Nodes, services.StressNode(i))
-		}
-		for j := range mm {
-			in.LBs = append(in.LBs, services.StressLB(j))
-		}
-		in.Groups = []services.Group{services.StressGroupOf(mm)}
+	} else if in.Nodes, in.LBs, in.Groups, err = services.StressTopology(stress); err != nil {
+		fmt.Fprintf(stderr, "weir services explain: --stress: %v\n", err)
+		return exitUsage
 	}
 	m, err := services.Build(services.Config{NoGroups: noGroups}, in.Nodes, in.LBs, in.Groups)
 	if err != nil {
@@ -86,16 +71,4 @@ shows the rows of every port it has.`, `  weir services explain --inventory exam
 		return exitFailure
 	}
 	return exitOK
-}
-
-// parseVIP reads ADDR, ADDR:PORT, [V6] or [V6]:PORT.
-func parseVIP(s string) (netip.Addr, uint16, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr(), ap.Port(), nil
-	}
-	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
-	if err != nil {
-		return netip.Addr{}, 0, fmt.Errorf("bad VIP %q: want ADDR[:PORT]", s)
-	}
-	return a, 0, nil
 }

@@ -49,38 +49,9 @@ to itself: it refuses while a capture writes there (a check without
 		fmt.Fprintf(stderr, "weir store check: %v\n", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout_, "%d partitions: %s blocks intact (%s records)", rep.Partitions, count(int64(rep.Blocks)), count(rep.Rows))
-	if !rep.Clean() {
-		fmt.Fprintf(stdout_, "; %s blocks damaged (%s records lost", count(int64(rep.DamagedBlocks)), count(rep.DamagedRows))
-		if rep.UnknownRows > 0 {
-			fmt.Fprintf(stdout_, ", and those of %d stretches no index lists", rep.UnknownRows)
-		}
-		fmt.Fprintf(stdout_, "), %d indexes damaged, %d files with bytes after their last block; %d problems", rep.BadIndexes, rep.Tails, len(rep.Problems))
-	}
-	fmt.Fprintln(stdout_)
-	if rep.WriterRunning {
-		fmt.Fprintln(stdout_, "a capture was writing meanwhile: what it appended or pruned during the check may show as damage; check again once it stops")
-	}
+	rep.WriteSummary(stdout_, dir, repair)
 	if rep.Clean() {
 		return exitOK
 	}
-	if repair {
-		fmt.Fprintf(stdout_, "%d partitions repaired\n", rep.Repaired)
-	} else {
-		fmt.Fprintf(stdout_, "run 'weir store check --repair --data-dir %s' (with no capture writing there) to repair\n", dir)
-	}
 	return exitFailure
-}
-
-// count formats n with thousands separators.
-func count(n int64) string {
-	s := fmt.Sprint(n)
-	out := make([]byte, 0, len(s)+len(s)/3)
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }

@@ -3,6 +3,8 @@ package services
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 )
 
 // StressGroup is the load-balancer group of the stress topology.
@@ -48,4 +50,36 @@ func StressGroupOf(m int) Group {
 		g.LBs[j] = fmt.Sprintf("lb%d", j)
 	}
 	return g
+}
+
+// StressTopology is the topology of StressNode and StressLB for spec
+// "N,M": N nodes, M load balancers in one group (StressGroupOf).
+func StressTopology(spec string) ([]Node, []LB, []Group, error) {
+	n, m, ok := strings.Cut(spec, ",")
+	nn, err1 := strconv.Atoi(n)
+	mm, err2 := strconv.Atoi(m)
+	if !ok || err1 != nil || err2 != nil || nn < 1 || mm < 1 || nn > 100000 || mm > 65000 {
+		return nil, nil, nil, fmt.Errorf("stress topology %q: want N,M (e.g. 3,10): 1 to 100,000 nodes, 1 to 65,000 load balancers", spec)
+	}
+	nodes := make([]Node, nn)
+	for i := range nodes {
+		nodes[i] = StressNode(i)
+	}
+	lbs := make([]LB, mm)
+	for j := range lbs {
+		lbs[j] = StressLB(j)
+	}
+	return nodes, lbs, []Group{StressGroupOf(mm)}, nil
+}
+
+// ParseVIP reads ADDR, ADDR:PORT, [V6] or [V6]:PORT (port 0: every port).
+func ParseVIP(s string) (netip.Addr, uint16, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), ap.Port(), nil
+	}
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.Addr{}, 0, fmt.Errorf("bad VIP %q: want ADDR[:PORT]", s)
+	}
+	return a, 0, nil
 }
