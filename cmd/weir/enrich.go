@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/weir-dev/weir/internal/enrich"
@@ -22,10 +20,8 @@ type enrichOpts struct {
 	reload time.Duration
 	logw   io.Writer // reload messages; nil: stderr
 
-	e       *enrich.Enricher // nil without --enrich
-	w       *enrich.Watcher
-	startMu sync.Mutex
-	cancel  context.CancelFunc
+	e    *enrich.Enricher // nil without --enrich
+	live *enrich.Watched
 }
 
 func (o *enrichOpts) flags(fs *flag.FlagSet) {
@@ -45,13 +41,11 @@ func (f enrichFlag) String() string {
 }
 
 func (f enrichFlag) Set(path string) error {
-	o := f.o
-	e := enrich.NewEnricher()
-	w := enrich.NewWatcher(e, path, o.logf)
-	if err := w.Load(); err != nil {
+	live, err := enrich.LoadWatched(path, f.o.logf)
+	if err != nil {
 		return err
 	}
-	o.path, o.e, o.w = path, e, w
+	f.o.path, f.o.e, f.o.live = path, live.E, live
 	return nil
 }
 
@@ -69,25 +63,5 @@ func (o *enrichOpts) wrap(next sink.Sink) sink.Sink {
 	if o.e == nil {
 		return next
 	}
-	o.startMu.Lock()
-	defer o.startMu.Unlock()
-	if o.cancel == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		o.cancel = cancel
-		if o.reload > 0 {
-			go o.w.Run(ctx, o.reload)
-		}
-	}
-	return &enrichSink{Sink: enrich.NewSink(o.e, next), stop: o.cancel}
-}
-
-// enrichSink stops the watcher when the sinks are closed.
-type enrichSink struct {
-	*enrich.Sink
-	stop context.CancelFunc
-}
-
-func (s *enrichSink) Close() error {
-	s.stop()
-	return s.Sink.Close()
+	return o.live.Wrap(next, o.reload)
 }
