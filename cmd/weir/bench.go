@@ -18,15 +18,7 @@ func runGendb(args []string, stdout_, stderr io.Writer) int {
 		ifaces string
 		noSync bool
 	)
-	fs := newFlagSet("bench gendb", "weir bench gendb --data-dir DIR [flags]",
-		`Write deterministic, realistic flow records into a flow store, one block
-per interface and time block, for benchmarks and for trying 'weir query'.
-Zipf-distributed clients, servers and service ports, ~5% IPv6, both
-directions counted. The defaults build the 10.08M-row week of
-docs/benchmarks.md (7 days x 288 blocks x 5,000 flows).`, `  weir bench gendb --data-dir /tmp/week
-  weir bench gendb --data-dir /tmp/day --days 1 --ifaces eth0,eth1
-  weir query -d /tmp/week talk_conv
-`)
+	fs := helpFlagSet("bench gendb")
 	fs.StringVar(&dir, "data-dir", "", "the store to write (created; must not be in use by a capture)")
 	fs.IntVar(&cfg.Days, "days", 7, "days of data")
 	fs.IntVar(&cfg.BlocksPerDay, "blocks-per-day", 288, "time blocks per day (288: one per 5 minutes)")

@@ -12,17 +12,7 @@ import (
 // runBenchCompare is `weir bench compare A.json B.json [...]`.
 func runBenchCompare(args []string, stdout_, stderr io.Writer) int {
 	var html string
-	fs := newFlagSet("bench compare", "weir bench compare [--html FILE] A.json B.json [C.json ...]",
-		`Put 'weir bench run --json' results side by side: each metric (throughput,
-transaction and flow-op rates and latencies, interface rates, CPU,
-calibration), its value in every run and its change from the first run,
-better or worse. A change smaller than twice the runs' own spread (the
-variation of their traffic from interval to interval) is marked as within
-noise; runs of different profiles, hosts or options are flagged.
---html also writes one self-contained page with charts (throughput per run,
-latency per run, throughput over time) and the table.`, `  weir bench compare before.json after.json
-  weir bench compare --html report.html v1.json v2.json v3.json
-`)
+	fs := helpFlagSet("bench compare")
 	fs.StringVar(&html, "html", "", "also write the report with charts to `file`")
 	files, done, code := parseInterleaved(fs, args, stdout_, stderr)
 	if done {

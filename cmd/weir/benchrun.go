@@ -25,33 +25,7 @@ func runBenchRun(args []string, stdout_, stderr io.Writer) int {
 		jsonOut string
 		sets    listFlag
 	)
-	fs := newFlagSet("bench run", "weir bench run [flags] PROFILE",
-		`Run a traffic profile between test hosts and print what it measured.
-
-PROFILE is weir's YAML profile or a uperf XML profile, read as uperf reads it
-(docs/bench-profiles.md). weir builds throw-away test hosts (network
-namespaces joined by veth pairs, addresses only inside them): one server
-host and one client host per pair, each client talking to its own server
-threads, plus a second network (the Multus case) when the profile connects
-over it. The server side and each client run as weir processes inside their
-hosts; nothing leaves them.
-
-Results: per transaction and flow op (count, avg, p50, p99, min, max latency,
-bytes/s, ops/s), per interface (packets/s and bits/s each way, from the
-kernel's counters), CPU per side. --json writes them with the profile, host
-facts and weir version, for 'weir bench compare'.
-
---observe runs weir's capture in the server host during the run and checks,
-per connection, its packets and bytes against what the driver sent and the
-kernel counted (offloads are turned off so a packet is a segment);
---strict makes any difference an error. --calibrate runs iperf3 (TCP stream)
-and sockperf (UDP ping-pong) on the same hosts and weir's driver in the same
-shapes beside them. Needs root.`, `  sudo weir bench run examples/bench/stream.yaml --json stream.json
-  sudo weir bench run --pairs 2 --set nthr=4 examples/bench/stream-4x16k.xml
-  sudo weir bench run --observe afpacket,conntrack --strict examples/bench/rr.yaml
-  sudo weir bench run --calibrate examples/bench/stream.yaml
-  weir bench compare before.json after.json --html report.html
-`)
+	fs := helpFlagSet("bench run")
 	fs.IntVar(&cfg.Pairs, "pairs", 1, "client/server pairs (client hosts), like Ripsaw's instances")
 	fs.StringVar(&opt.Hub, "hub", "bridge", "how the primary network joins the hosts: bridge or router")
 	fs.BoolVar(&cfg.Secondary, "secondary", false, "build the second network even if the profile does not use it")

@@ -13,24 +13,12 @@ import (
 	"github.com/weir-dev/weir/internal/sink/kafka"
 )
 
-const clickhouseExamples = `  # Tables, rollups and the ingestion from Kafka on a local server
-  weir clickhouse setup --url http://127.0.0.1:8123 --kafka 127.0.0.1:9092 --topic weir-flows
-
-  # Only the tables (records loaded another way), kept 30 days where the server has TTL
-  weir clickhouse setup --url http://127.0.0.1:8123 --retention 30d
-`
-
 func runClickhouseSetup(args []string, stdout, stderr io.Writer) int {
 	var (
 		url, user, pwFile, brokers, topic, group, db, retention string
 		consumers, partitions, replication                      int
 	)
-	fs := newFlagSet("clickhouse setup", "weir clickhouse setup --url URL [--kafka BROKERS --topic T] [flags]",
-		`Create weir's tables in ClickHouse, idempotently: the flows table (MergeTree,
-partitioned by day), the 1-minute and 1-hour rollups (SummingMergeTree, kept by
-materialized views), an input table that fills them, and with --kafka the
-ingestion from Kafka: the topic (created if missing) read by ClickHouse's own
-Kafka engine. Works with ClickHouse 18.16 and later (docs/fleet.md).`, clickhouseExamples)
+	fs := helpFlagSet("clickhouse setup")
 	fs.StringVar(&url, "url", "", "ClickHouse's HTTP interface, http://HOST:PORT or https://HOST:PORT")
 	fs.StringVar(&user, "user", "", "ClickHouse user (default: the server's default user)")
 	fs.StringVar(&pwFile, "password-file", "", "file holding the user's password")

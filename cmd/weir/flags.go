@@ -1,10 +1,12 @@
 package main
 
 import (
+	"embed"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/weir-dev/weir/internal/cli"
 )
@@ -13,6 +15,28 @@ import (
 // and --config.
 func newFlagSet(name, usageLine, description, examples string) *flag.FlagSet {
 	return cli.NewFlagSet(name, usageLine, description, examples)
+}
+
+// helpFiles are the commands' help texts, help/NAME.txt (spaces in NAME
+// as dashes): the usage line, a blank line, the description, then
+// optionally "Examples:" and the examples. Help, man pages and the config
+// example all show them.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// helpFlagSet is newFlagSet with the help text of help/NAME.txt.
+func helpFlagSet(name string) *flag.FlagSet {
+	b, err := helpFiles.ReadFile("help/" + strings.ReplaceAll(name, " ", "-") + ".txt")
+	if err != nil {
+		panic("weir: no help text for " + name) // a build without it is a bug TestHelpTexts finds
+	}
+	usage, rest, _ := strings.Cut(string(b), "\n\n")
+	desc, examples := rest, ""
+	if i := strings.LastIndex(rest, "\nExamples:\n"); i >= 0 {
+		desc, examples = rest[:i], rest[i+len("\nExamples:\n"):]
+	}
+	return newFlagSet(name, usage, strings.TrimRight(desc, "\n"), examples)
 }
 
 // parseFlags parses args (flags only) into fs, then the --config file, and

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/cli"
 )
 
 // 'weir help' lists every command of the table, subcommands by their full
@@ -73,5 +75,22 @@ func TestHelpTexts(t *testing.T) {
 	_, out, _ = runCLI("query", "--help")
 	if !strings.Contains(out, "  -o, --output format\n") || !strings.Contains(out, "  -d, --data-dir dir\n") {
 		t.Errorf("query --help: short flags not beside their long names:\n%s", out)
+	}
+}
+
+// Every help text in help/ is a command's.
+func TestHelpFilesHaveCommands(t *testing.T) {
+	ents, err := helpFiles.ReadDir("help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		name := strings.ReplaceAll(strings.TrimSuffix(e.Name(), ".txt"), "-", " ")
+		if _, _, ok := cli.Find(commands(), strings.Fields(name)); !ok {
+			t.Errorf("help/%s: no command %q", e.Name(), name)
+		}
+		if fs := helpFlagSet(name); cli.DocOf(fs).Usage == "" || cli.DocOf(fs).Description == "" {
+			t.Errorf("help/%s: no usage or description", e.Name())
+		}
 	}
 }

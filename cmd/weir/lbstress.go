@@ -23,20 +23,7 @@ func runLBStress(args []string, stdout, stderr io.Writer) int {
 		repeat    int
 		asJSON    bool
 	)
-	fs := newFlagSet("bench lbstress", "weir bench lbstress [--nodes N,...] [--lbs M] [flags]",
-		`Rebuild the topology of OVN's lb-group-stress script in weir's service
-model: per node a switch ls<i> and a gateway router lr<i>, both attached to
-one load-balancer group; M TCP load balancers, VIP 42.<j/255>.<j%255>.1:8080
-with one backend, each added and put in the group in one transaction. Then
-add one more and report the time of that last incremental step, the time of
-a full recompute, resident memory and Go heap after GC, rows and datapath
-groups; with --groups off (or both) the same without datapath groups, where
-rows are copied per datapath (the N x M blow-up). Times are compute and
-change set only: OVN's published loop times also include its database
-transaction. Each configuration runs in a fresh process so memory figures
-do not mix.`, `  weir bench lbstress --nodes 20,120,250,500 --lbs 3000
-  weir bench lbstress --nodes 120 --groups on --json
-`)
+	fs := helpFlagSet("bench lbstress")
 	fs.StringVar(&nodesFlag, "nodes", "20,120,250,500", "node counts, comma-separated")
 	fs.IntVar(&lbs, "lbs", 3000, "load balancers added before the measured one")
 	fs.StringVar(&groups, "groups", "both", "datapath groups: on, off or both")

@@ -127,15 +127,7 @@ Run 'weir <command> --help' for a command's flags.
 
 // runConfigExample is 'weir config example [COMMAND]'.
 func runConfigExample(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config example", "weir config example [COMMAND]",
-		`Print a complete config file for COMMAND (every command without one, each
-as its own YAML document to be saved separately): every long flag as a
-commented-out key with its default, under its help. Uncomment and change
-what you need, then run 'weir COMMAND --config FILE'. Keys are the long flag
-names; a repeatable flag takes a list; the command line wins over the file,
-the file over the defaults. An unknown key is an error that names its line.`, `  weir config example capture > /etc/weir/capture.yaml
-  weir capture --config /etc/weir/capture.yaml
-`)
+	fs := helpFlagSet("config example")
 	pos, done, code := parseInterleaved(fs, args, stdout, stderr)
 	if done {
 		return code

@@ -20,36 +20,6 @@ import (
 	"github.com/weir-dev/weir/internal/store"
 )
 
-const queryExamples = `  # Top 10 talkers by bytes, all stored time
-  weir query sip
-
-  # Top 20 conversations of the last 24 hours to HTTPS, by packets received
-  weir query -f -24h -n 20 -s packets:in talk_conv 'dport = 443'
-
-  # Applications on eth0 between two times, as JSON
-  weir query -i eth0 -f 2026-01-02T00:00:00Z -t 2026-01-03T00:00:00Z -o json apps_port
-
-  # Bytes per 5 minutes from one network, not SSH, including flows still live
-  weir query --resolution 5m --live time 'snet 10.0.0.0/8 and not port ssh'
-
-  # What the kernel dropped (--source ebpf --ebpf-drops), by reason, then by
-  # destination for one reason
-  weir query -s drop_packets drop_reason 'drop_reason != ""'
-  weir query -s drop_bytes dip,dport 'drop_reason = NO_SOCKET'
-
-  # Conntrack: which backends a service address was translated to; deny
-  # flows (NFLOG) by rule; flows not translated
-  weir query dip,nat_dst_ip,nat_dst_port 'dip = 10.96.0.10'
-  weir query verdict,rule,sip 'verdict = deny'
-  weir query sip 'nat_dst_ip = ""'
-
-  # What is stored: interfaces and time spans
-  weir query --list
-
-  # The same questions over a fleet's flows in ClickHouse (docs/fleet.md)
-  weir query --clickhouse http://127.0.0.1:8123 -f -1h talk_conv
-`
-
 type queryOpts struct {
 	args                       query.Args
 	dir, cond, output, liveURL string
@@ -61,42 +31,7 @@ type queryOpts struct {
 }
 
 func (o *queryOpts) flagSet() *flag.FlagSet {
-	fs := newFlagSet("query", "weir query [flags] GROUP-BY [CONDITION...]",
-		`Answer questions from the flow store, or from a fleet's flows in ClickHouse
-(--clickhouse, the same answers): group the stored records by attributes,
-filter them with a condition, rank the groups.
-
-GROUP-BY is a comma-separated list of time, iface, sip, dip, sport, dport,
-proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, nat_src_port,
-nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload, src_namespace,
-src_node, dst_workload, dst_namespace, dst_node, service, service_backends,
-service_group, service_match, or the presets talk_src (sip),
-talk_dst (dip), talk_conv (sip,dip), apps_port (dport,proto) and raw.
-
-CONDITION (the remaining arguments, or --condition) is a filter such as
-  dport = 443 and not (snet 10.0.0.0/8 or host 2001:db8::1)
-with and/or/not and parentheses; = != < > <= >=; attributes sip dip host net
-snet dnet sport dport port proto iface vlan drop_reason sampling nat_src_ip
-nat_dst_ip nat_src_port nat_dst_port verdict rule ct_mark ct_zone and the
-enrichment attributes (= and != only); port and
-protocol names (https, tcp). For host, net and port, != means neither side,
-other operators either side. drop_reason is the kernel's name for the latest
-drop (NO_SOCKET, NETFILTER_DROP; "" for none; any case); sampling is N for
-1-in-N sampled records (0 or 1: unsampled). nat_* are the addresses and ports
-after NAT (conntrack source): a record not translated has none ("-" in the
-table, empty in CSV, null in JSON); nat_dst_ip = "" selects those records,
-and only a negation ("not nat_dst_port = 80") matches them otherwise.
-verdict is deny or "" (none), rule the NFLOG prefix (exact), ct_mark and
-ct_zone the conntrack mark and zone. src_workload … service_match are what
-enrichment (capture --enrich) labelled the record with: workload name,
-namespace and node at each end, the service's name, backends and group, and
-how the service was found (vip, nat, backend, ambiguous; "" for none);
-"" selects records without the label.
-
-A record counts when its start lies in [--from, --to). "out" counters are
-what the initiator (sip) sent, "in" what it received. Packets and bytes the
-kernel dropped (eBPF source with drops, both directions together) are shown
-when the result has any or is sorted by them.`, queryExamples)
+	fs := helpFlagSet("query")
 	a := &o.args
 	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")

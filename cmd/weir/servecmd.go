@@ -23,24 +23,6 @@ import (
 // loopback, next to the capture's metrics (9464) and collect's (9465).
 const defaultServeAddr = "127.0.0.1:9470"
 
-const serveExamples = `  # The console and the API over the default store, on this host only
-  weir serve
-  # open http://127.0.0.1:9470/
-
-  # Another store, with the live flows of a capture running beside it
-  weir serve --data-dir /var/lib/weir --live-url http://127.0.0.1:9464/flows/live
-
-  # A fleet's flows in ClickHouse (weir clickhouse setup, docs/fleet.md)
-  weir serve --clickhouse http://127.0.0.1:8123
-
-  # For other machines: a token, and TLS
-  head -c 32 /dev/urandom | base64 > /etc/weir/api-token; chmod 600 /etc/weir/api-token
-  weir serve --addr 0.0.0.0:9470 --api-token-file /etc/weir/api-token \
-      --api-tls-cert cert.pem --api-tls-key key.pem
-  curl -H "Authorization: Bearer $(cat /etc/weir/api-token)" \
-      'https://host:9470/api/v1/query?group=sip&from=-1h'
-`
-
 type serveCmdOpts struct {
 	dir, addr, liveURL           string
 	ch                           chOpts
@@ -53,20 +35,7 @@ type serveCmdOpts struct {
 // flow store, until SIGINT or SIGTERM.
 func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	var o serveCmdOpts
-	fs := newFlagSet("serve", "weir serve [--data-dir DIR | --clickhouse URL] [--addr HOST:PORT] [flags]",
-		`Serve the web console and the HTTP API v1 (docs/api.md) over a flow store,
-or over the flows table of a fleet in ClickHouse (--clickhouse):
-queries in the JSON of 'weir query -o json', the stored interfaces and time
-spans, the live flows of a capture running beside it (--live-url), health
-and readiness, an OpenAPI document at /api/v1/openapi.json, and the
-console at /. The store is opened read-only: a capture may be writing it.
-
-Only loopback addresses are served without a token. For any other address
-give --api-token-file: every request but /healthz, /readyz and the
-console's own files then needs 'Authorization: Bearer TOKEN' (the console
-asks for it). With --api-tls-cert and --api-tls-key it serves HTTPS.
-Queries are bounded: --max-queries at a time (more wait a little, then get
-429), each for at most --query-timeout (then 504).`, serveExamples)
+	fs := helpFlagSet("serve")
 	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store to serve ($WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")

@@ -16,16 +16,7 @@ func runServicesExplain(args []string, stdout, stderr io.Writer) int {
 		noGroups bool
 		max      int
 	)
-	fs := newFlagSet("services explain", "weir services explain (--inventory FILE | --stress N,M) VIP[:PORT]",
-		`Compile the service model (nodes, load balancers, load-balancer groups) into
-the logical rows a datapath needs, as OVN generates them for load balancers
-(switch pre-stateful and LB stages; router ARP responder, defrag, DNAT and
-un-DNAT), and print the rows that serve one VIP: stage, priority, match,
-actions, and the datapath group each row is shared by. A VIP without a port
-shows the rows of every port it has.`, `  weir services explain --inventory examples/inventory.yaml 10.96.0.10:53
-  weir services explain --stress 3,10 42.0.0.1:8080
-  weir services explain --stress 3,10 --no-groups 42.0.0.1
-`)
+	fs := helpFlagSet("services explain")
 	fs.StringVar(&inv, "inventory", "", "inventory file (YAML or JSON; see docs/enrich.md)")
 	fs.StringVar(&stress, "stress", "", "instead of a file, the lb-group-stress topology with N nodes and M load balancers (N,M)")
 	fs.BoolVar(&noGroups, "no-groups", false, "compile without datapath groups (rows copied per datapath)")

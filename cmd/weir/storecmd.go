@@ -12,21 +12,7 @@ import (
 func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
 	var dir string
 	var repair bool
-	fs := newFlagSet("store check", "weir store check [--repair] [--data-dir DIR]",
-		`Verify the flow store: every block's header and column checksums, that
-every column decodes, and every index against its block file (which is
-scanned on its own, so damage the index does not know of is found too).
-One line per problem (file, offset, size, what is wrong, the records
-lost), then a summary. The exit status is 1 when anything is damaged, 0
-when the store is sound.
-
-With --repair each damaged partition gets an index rebuilt from its intact
-blocks (every one, also those after a damaged block) and its block file is
-cut after the last of them; each repair is said. Repairing needs the store
-to itself: it refuses while a capture writes there (a check without
---repair runs beside one).`, `  weir store check
-  weir store check --data-dir /var/lib/weir --repair
-`)
+	fs := helpFlagSet("store check")
 	fs.StringVar(&dir, "data-dir", defaultDataDir(), "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.BoolVar(&repair, "repair", false, "repair what is damaged (needs the store to itself)")
