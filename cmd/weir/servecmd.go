@@ -14,7 +14,6 @@ import (
 	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/clickhouse"
 	"github.com/weir-dev/weir/internal/httpauth"
-	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -36,7 +35,7 @@ type serveCmdOpts struct {
 func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	var o serveCmdOpts
 	fs := helpFlagSet("serve")
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store to serve ($WEIR_DATA_DIR or ./weir-data)")
+	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to serve ($WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
 	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")
 	fs.StringVar(&o.liveURL, "live-url", "", "a running capture's live flows (`url`, loopback only; e.g. "+query.DefaultLiveURL+"): enables /api/v1/live and live=true")
@@ -117,16 +116,8 @@ func (o *serveCmdOpts) backend(fs *flag.FlagSet, stderr io.Writer) (api.Backend,
 	if o.liveURL != "" {
 		live = api.LiveFromURL(o.liveURL)
 	}
-	return storeBackend{api.NewStoreBackend(st, live), st}, func() { st.Close() }, exitOK
+	return api.NewStoreBackend(st, live), func() { st.Close() }, exitOK
 }
-
-// storeBackend is the store's backend with the store's metrics.
-type storeBackend struct {
-	*api.StoreBackend
-	st *store.Store
-}
-
-func (b storeBackend) Collector() metrics.Collector { return b.st.Collector() }
 
 // chOpts are the flags that point a command at ClickHouse instead of a
 // store (serve, query).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -84,6 +85,9 @@ func NewStoreBackend(st *store.Store, live LiveFunc) *StoreBackend {
 
 // Name is "store".
 func (b *StoreBackend) Name() string { return "store" }
+
+// Collector is the store's metrics (NewStandalone serves them).
+func (b *StoreBackend) Collector() metrics.Collector { return b.st.Collector() }
 
 // Query runs q over the store; with live, the live flows and the blocks
 // are taken from the same moment (query.LiveSnapshotFunc).
