@@ -85,8 +85,8 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	defer src.close()
 	if o.list {
 		err = src.list(ctx, o.ifaces, stdout, format)
-	} else if err = o.addLive(ctx, src); err == nil {
-		err = src.answer(ctx, q, stdout, format)
+	} else {
+		err = src.answer(ctx, q, o.live, stdout, format)
 	}
 	if err != nil {
 		return fail(exitFailure, "%v", err)
@@ -145,22 +145,6 @@ func (o *queryOpts) loadAuth() error {
 	return nil
 }
 
-// addLive adds the flows of a running capture to q (--live).
-func (o *queryOpts) addLive(ctx context.Context, src *querySource) error {
-	if !o.live {
-		return nil
-	}
-	recs, blocks, err := query.LiveSnapshotFunc(ctx, src.st, query.LiveFetcher(o.liveURL, o.auth))
-	if err != nil {
-		return fmt.Errorf("--live: %w", err)
-	}
-	src.run = func(ctx context.Context, q *query.Query) (*query.Result, error) {
-		q.Blocks = blocks // the blocks of the moment the live flows were taken
-		return query.Run(ctx, src.st, q, recs)
-	}
-	return nil
-}
-
 // syntaxFail prints a mistake on the command line, with a caret under a
 // query-string mistake.
 func syntaxFail(stderr io.Writer, err error) int {
@@ -176,16 +160,15 @@ func syntaxFail(stderr io.Writer, err error) int {
 
 // querySource is what 'weir query' asks: the flow store or ClickHouse.
 type querySource struct {
-	st      *store.Store           // nil for ClickHouse
-	ch      *api.ClickHouseBackend // nil for the store
-	run     func(context.Context, *query.Query) (*query.Result, error)
-	corrupt int // damaged blocks the answer skipped
+	b       api.Backend
+	st      *store.Store // nil for ClickHouse
+	corrupt int          // damaged blocks the answer skipped
 }
 
 func (o *queryOpts) open(ctx context.Context) (*querySource, error) {
 	if o.ch.url != "" {
 		b, err := o.ch.open(ctx)
-		return &querySource{ch: b, run: func(ctx context.Context, q *query.Query) (*query.Result, error) { return b.Query(ctx, q, false) }}, err
+		return &querySource{b: b}, err
 	}
 	st, err := store.OpenReadOnly(o.dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -193,7 +176,8 @@ func (o *queryOpts) open(ctx context.Context) (*querySource, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	return &querySource{st: st, run: func(ctx context.Context, q *query.Query) (*query.Result, error) { return query.Run(ctx, st, q, nil) }}, nil
+	live := query.LiveFetcher(o.liveURL, o.auth) // its blocks and the live flows are taken at once
+	return &querySource{b: api.NewStoreBackend(st, live), st: st}, nil
 }
 
 func (s *querySource) close() {
@@ -202,8 +186,9 @@ func (s *querySource) close() {
 	}
 }
 
-// answer runs q and writes the result, with a progress bar on a terminal.
-func (s *querySource) answer(ctx context.Context, q *query.Query, w io.Writer, f query.Format) error {
+// answer runs q (with the live flows of a running capture) and writes the
+// result, with a progress bar on a terminal.
+func (s *querySource) answer(ctx context.Context, q *query.Query, live bool, w io.Writer, f query.Format) error {
 	var bar *cli.Progress
 	var once sync.Once
 	if progressOut != nil {
@@ -212,9 +197,11 @@ func (s *querySource) answer(ctx context.Context, q *query.Query, w io.Writer, f
 			bar.Set(int64(done))
 		}
 	}
-	res, err := s.run(ctx, q)
+	res, err := s.b.Query(ctx, q, live)
 	bar.Finish()
-	if err != nil {
+	if live && err != nil {
+		return fmt.Errorf("--live: %w", err)
+	} else if err != nil {
 		return err
 	}
 	s.corrupt = res.Stats.BlocksCorrupt
@@ -223,11 +210,7 @@ func (s *querySource) answer(ctx context.Context, q *query.Query, w io.Writer, f
 
 // list writes the stored interfaces (only those of only, when given).
 func (s *querySource) list(ctx context.Context, only []string, w io.Writer, f query.Format) error {
-	var b api.Backend = s.ch
-	if s.st != nil {
-		b = api.NewStoreBackend(s.st, nil)
-	}
-	h, err := b.Holdings(ctx)
+	h, err := s.b.Holdings(ctx)
 	if err != nil {
 		return err
 	}
