@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/weir-dev/weir/internal/sink"
+	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
+	"github.com/weir-dev/weir/internal/sink/kafka"
+	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// writeQueueStats writes each sink queue's counters (--stats): the one
+// place the "sink queue" lines come from.
+func writeQueueStats(w io.Writer, queues []*sink.Queue) {
+	n := stdout.Count
+	for _, q := range queues {
+		qs := q.Stats()
+		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped", q.Name(), n(qs.Written), n(qs.Dropped))
+		if qs.Lost > 0 {
+			fmt.Fprintf(w, ", %s lost at shutdown", n(qs.Lost))
+		}
+		if qs.Errors > 0 {
+			fmt.Fprintf(w, "; %s failed writes", n(qs.Errors))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// writeStoreStats says what went to the store, at exit (its problems were
+// said as they happened).
+func writeStoreStats(w io.Writer, s *store.Store, dir string) {
+	st := s.Stats()
+	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped",
+		st.RowsWritten, st.BlocksWritten, stdout.Bytes(uint64(st.BytesWritten)), dir, stdout.Bytes(uint64(st.BytesOnDisk)),
+		st.CorruptBlocks, st.DroppedRows)
+	var errs int64
+	for _, n := range st.WriteErrors {
+		errs += n
+	}
+	if errs > 0 {
+		fmt.Fprintf(w, ", %d failed writes", errs)
+		for _, r := range store.WriteErrorReasons {
+			if n := st.WriteErrors[r]; n > 0 {
+				fmt.Fprintf(w, " (%s %d)", r, n)
+			}
+		}
+	}
+	if st.PrunedBlocks > 0 {
+		fmt.Fprintf(w, "; retention deleted %d blocks (%d records)", st.PrunedBlocks, st.PrunedRows)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeIPFIXStats says what an IPFIX exporter sent and did not deliver.
+func writeIPFIXStats(w io.Writer, x *ipfixsink.Exporter) {
+	st := x.Stats()
+	fmt.Fprintf(w, "export: %d records in %d IPFIX messages (%s) to %s; %d records undelivered",
+		st.Records, st.Messages, stdout.Bytes(st.Bytes), x.URL(), st.DroppedRecords)
+	sep := " ("
+	for _, r := range x.Reasons() {
+		if n := st.Undelivered[r]; n > 0 {
+			fmt.Fprintf(w, "%s%s %d", sep, r, n)
+			sep = ", "
+		}
+	}
+	if sep == ", " {
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintf(w, ", %d send errors", st.SendErrors)
+	if st.Connects+st.DialErrors > 0 {
+		fmt.Fprintf(w, ", %d connects, %d failed dials", st.Connects, st.DialErrors)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeKafkaStats says what a Kafka destination produced and dropped.
+func writeKafkaStats(w io.Writer, k *kafka.Sink) {
+	st := k.Stats()
+	fmt.Fprintf(w, "export: %d records to %s: %d acknowledged (%s), %d buffered; dropped:",
+		st.Records, k.URL(), st.Produced, stdout.Bytes(st.Bytes), st.Buffered)
+	for r, n := range st.Dropped {
+		fmt.Fprintf(w, " %s %d", kafka.DropReason(r), n)
+	}
+	if len(st.Errors) > 0 {
+		fmt.Fprint(w, "; errors:")
+		for _, e := range slices.Sorted(maps.Keys(st.Errors)) {
+			fmt.Fprintf(w, " %s %d", e, st.Errors[e])
+		}
+	}
+	fmt.Fprintln(w)
+}
