@@ -57,8 +57,10 @@ func (p *fakeProducer) Run(ctx context.Context, out sink.Sink) error {
 }
 
 func (p *fakeProducer) Collector() metrics.Collector { return nil }
-func (p *fakeProducer) WriteStats(w io.Writer)       { fmt.Fprintf(w, "fake        %d records\n", p.written.Load()) }
-func (p *fakeProducer) Close() error                 { p.closed.Store(true); return nil }
+func (p *fakeProducer) WriteStats(w io.Writer) {
+	fmt.Fprintf(w, "fake        %d records\n", p.written.Load())
+}
+func (p *fakeProducer) Close() error { p.closed.Store(true); return nil }
 
 var _ source.Producer = (*fakeProducer)(nil)
 

@@ -1,6 +1,6 @@
 // Package sink defines where records go once they leave the flow table.
-// Each sink lives in a folder of its own (stdout, and later ipfix, kafka,
-// clickhouse, the store) and implements Sink.
+// Each sink lives in a package of its own (stdout, ipfix, kafka, the
+// store) and implements Sink.
 package sink
 
 import (
@@ -16,6 +16,15 @@ type Sink interface {
 	// Close flushes anything buffered and releases the sink.
 	Close() error
 }
+
+// Func is a Sink of a function: Write calls it, Close does nothing.
+type Func func(recs []flow.Record) error
+
+// Write calls f.
+func (f Func) Write(recs []flow.Record) error { return f(recs) }
+
+// Close does nothing.
+func (f Func) Close() error { return nil }
 
 // Multi writes every batch to each sink in turn and returns all their
 // errors joined. It is the synchronous fan-out used for file replay, where

@@ -2,10 +2,13 @@ package source
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/metrics"
+	"github.com/weir-dev/weir/internal/rusage"
 	"github.com/weir-dev/weir/internal/sink"
 )
 
@@ -31,4 +34,71 @@ type Producer interface {
 // write buffer).
 type Router interface {
 	Routes(pending ...func(func(r *flow.Record))) []metrics.Route
+}
+
+// All runs several producers as one (conntrack with NFLOG groups): Run
+// runs them at once into the same sink, and when one fails stops the
+// others (they flush) and returns its error. WriteStats ends with the
+// process's memory.
+func All(ps ...Producer) Producer { return all(ps) }
+
+type all []Producer
+
+func (a all) Run(ctx context.Context, out sink.Sink) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(a))
+	for _, p := range a {
+		go func() { errs <- p.Run(ctx, out) }()
+	}
+	var first error
+	for range a {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel() // one failed: stop the others, flushing them
+		}
+	}
+	return first
+}
+
+func (a all) Collector() metrics.Collector {
+	var cs multiCollector
+	for _, p := range a {
+		if c := p.Collector(); c != nil {
+			cs = append(cs, c)
+		}
+	}
+	return &cs
+}
+
+func (a all) WriteStats(w io.Writer) {
+	for _, p := range a {
+		p.WriteStats(w)
+	}
+	rusage.WriteMemory(w, format.Bytes)
+}
+
+func (a all) Close() error {
+	var errs []error
+	for _, p := range a {
+		errs = append(errs, p.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// multiCollector is several collectors as one.
+type multiCollector []metrics.Collector
+
+func (m *multiCollector) Describe() []*metrics.Desc {
+	var d []*metrics.Desc
+	for _, c := range *m {
+		d = append(d, c.Describe()...)
+	}
+	return d
+}
+
+func (m *multiCollector) Collect(w *metrics.Writer) {
+	for _, c := range *m {
+		c.Collect(w)
+	}
 }

@@ -34,9 +34,9 @@ func gauge(name, help string, labels ...string) *metrics.Desc {
 	return &metrics.Desc{Name: name, Help: help, Type: metrics.Gauge, Labels: labels}
 }
 
-// Collector returns a metrics.Collector of a Source's counters (stats is
-// Source.Stats; capacity the store's MaxConns).
-func Collector(stats func() SourceStats, capacity int) metrics.Collector {
+// newCollector returns a metrics.Collector of a Source's counters (stats
+// is Source.Stats; capacity the store's MaxConns).
+func newCollector(stats func() SourceStats, capacity int) metrics.Collector {
 	return &collector{stats: stats, capacity: capacity}
 }
 

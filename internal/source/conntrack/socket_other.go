@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink"
 )
 
 // ErrUnsupported is returned by Open on systems without ctnetlink.
@@ -40,6 +40,8 @@ type Socket struct{}
 // Open returns ErrUnsupported.
 func Open(cfg Config) (*Socket, error) { return nil, ErrUnsupported }
 
+func (s *Source) capacity() int { return 0 }
+
 // Close does nothing.
 func (s *Socket) Close() error { return nil }
 
@@ -58,13 +60,11 @@ func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error { return
 // Source reads conntrack tables; it cannot be opened on this system.
 type Source struct{}
 
-// NewSource returns ErrUnsupported.
-func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
-	return nil, ErrUnsupported
-}
+// New returns ErrUnsupported.
+func New(cfg SourceConfig) (*Source, error) { return nil, ErrUnsupported }
 
 // Run returns ErrUnsupported.
-func (s *Source) Run(ctx context.Context) error { return ErrUnsupported }
+func (s *Source) Run(ctx context.Context, out sink.Sink) error { return ErrUnsupported }
 
 // Close does nothing.
 func (s *Source) Close() error { return nil }

@@ -16,6 +16,9 @@ type SourceConfig struct {
 	// Netns, if set, runs fn inside the network namespace whose table
 	// to read (netdev.InNetns; tests use testhost.Host.Do).
 	Netns func(fn func() error) error
+	// NetnsName names the namespace in messages when the kernel's
+	// namespaces under /run/netns do not (the --netns given).
+	NetnsName string
 	// PollInterval is the time between two full dumps; records are
 	// exported after each (DefaultPollInterval if 0).
 	PollInterval time.Duration

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
+	"github.com/weir-dev/weir/internal/sink"
 )
 
 // Source reads a network namespace's conntrack table into flow records:
@@ -24,7 +26,8 @@ type Source struct {
 	dump   *Socket
 	ev     *Events
 	store  *Store
-	emit   func([]flow.Record) error
+	emit   func([]flow.Record) error // the sink's Write, set by Run
+	where  string                    // the namespace, for people
 	recs   []flow.Record
 	now    time.Time // time of the current dump or event read
 	again  bool      // events were lost: dump again at once
@@ -37,13 +40,13 @@ type Source struct {
 	own   SourceStats // counters Run updates
 }
 
-// NewSource opens the sockets (in cfg.Netns if set), turns on conntrack
-// accounting and timestamps where allowed, and returns a Source handing
-// record batches to emit (the batch is reused after emit returns).
-func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
+// New opens the sockets (in cfg.Netns if set), turns on conntrack
+// accounting and timestamps where allowed, and returns a Source whose Run
+// hands record batches to a sink.
+func New(cfg SourceConfig) (*Source, error) {
 	cfg = cfg.withDefaults()
 	cfg.Store.Events = !cfg.NoEvents
-	s := &Source{cfg: cfg, emit: emit, store: NewStore(cfg.Store), recs: make([]flow.Record, 0, cfg.Batch)}
+	s := &Source{cfg: cfg, store: NewStore(cfg.Store), recs: make([]flow.Record, 0, cfg.Batch)}
 	var err error
 	if s.dump, err = Open(Config{Netns: cfg.Netns, BufSize: cfg.BufSize}); err != nil {
 		return nil, err
@@ -57,12 +60,23 @@ func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error
 	// Opening the socket loaded nf_conntrack if it was not: the sysctls exist now.
 	s.sysctl("nf_conntrack_acct", "packet and byte counters are 0")
 	s.sysctl("nf_conntrack_timestamp", "start times are when weir first saw each connection")
-	s.netns, _ = IdentifyNetns(cfg.Netns) // unidentified: said so in the start line
+	var err2 error
+	s.netns, err2 = IdentifyNetns(cfg.Netns)
+	if s.netns.Name == "" {
+		s.netns.Name = cfg.NetnsName
+	}
+	s.where = s.netns.String()
+	if err2 != nil {
+		s.where = fmt.Sprintf("this namespace (%v)", err2)
+	}
 	if cfg.Family == 0 {
 		s.track = openTracking(cfg.Netns) // its SNMP counters cover both families
 	}
 	return s, nil
 }
+
+// capacity is the connection store's bound.
+func (s *Source) capacity() int { return s.store.cfg.MaxConns }
 
 // Namespace returns the network namespace the source reads.
 func (s *Source) Namespace() Netns { return s.netns }
@@ -129,12 +143,18 @@ func (s *Source) publish() {
 	s.mu.Unlock()
 }
 
-// Run polls and reads events until ctx is done, then reads the table a
-// last time and emits a last record for every connection with
-// unexported counts (reason shutdown, or end for ended ones). It
-// returns nil after ctx ends, or the error that stopped it.
-func (s *Source) Run(ctx context.Context) error {
+// Run polls and reads events until ctx is done, writing records to out,
+// then reads the table a last time and writes a last record for every
+// connection with unexported counts (reason shutdown, or end for ended
+// ones). It returns nil after ctx ends, or the error that stopped it.
+func (s *Source) Run(ctx context.Context, out sink.Sink) error {
+	s.emit = out.Write
 	defer s.publish()
+	ev := "with events"
+	if s.cfg.NoEvents {
+		ev = "without events"
+	}
+	s.cfg.Logf("reading the conntrack table of %s every %s %s (up to %s connections)", s.where, s.cfg.PollInterval, ev, format.Count(uint64(s.store.cfg.MaxConns)))
 	next := time.Now()
 	for ctx.Err() == nil {
 		wait := min(time.Until(next), 100*time.Millisecond) // wake up to see ctx end

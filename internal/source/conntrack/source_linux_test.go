@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/testhost"
 )
 
@@ -25,18 +26,19 @@ func runSource(t *testing.T, h *testhost.Host, cfg SourceConfig) (*Source, func(
 	if cfg.Logf == nil {
 		cfg.Logf = t.Logf
 	}
-	s, err := NewSource(cfg, func(b []flow.Record) error {
-		mu.Lock()
-		recs = append(recs, b...)
-		mu.Unlock()
-		return nil
-	})
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	out := sink.Func(func(b []flow.Record) error {
+		mu.Lock()
+		recs = append(recs, b...)
+		mu.Unlock()
+		return nil
+	})
+	go func() { done <- s.Run(ctx, out) }()
 	var once sync.Once
 	stop := func() []flow.Record {
 		once.Do(func() {

@@ -26,9 +26,8 @@ func gauge(name, help string, labels ...string) *metrics.Desc {
 	return &metrics.Desc{Name: name, Help: help, Type: metrics.Gauge, Labels: labels}
 }
 
-// Collector returns a metrics.Collector of a Source's counters (stats is
-// Source.Stats).
-func Collector(stats func() []GroupStats) metrics.Collector { return &collector{stats: stats} }
+// Collector returns a metrics.Collector of the source's counters.
+func (s *Source) Collector() metrics.Collector { return &collector{stats: s.Stats} }
 
 type collector struct{ stats func() []GroupStats }
 

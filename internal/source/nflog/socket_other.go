@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink"
 )
 
 // ErrUnsupported is returned by Open on systems without netfilter.
@@ -56,13 +56,11 @@ func (s *Socket) Read(func(msg []byte) error) error { return ErrUnsupported }
 // Source reads NFLOG groups; it cannot be opened on this system.
 type Source struct{}
 
-// NewSource returns ErrUnsupported.
-func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
-	return nil, ErrUnsupported
-}
+// New returns ErrUnsupported.
+func New(cfg SourceConfig) (*Source, error) { return nil, ErrUnsupported }
 
 // Run returns ErrUnsupported.
-func (s *Source) Run(ctx context.Context) error { return ErrUnsupported }
+func (s *Source) Run(ctx context.Context, out sink.Sink) error { return ErrUnsupported }
 
 // Close does nothing.
 func (s *Source) Close() error { return nil }

@@ -10,6 +10,8 @@ type SourceConfig struct {
 	// Netns, if set, runs fn inside the network namespace whose firewall
 	// logs (NFLOG groups are per namespace).
 	Netns func(fn func() error) error
+	// Where names the namespace in messages ("" for this one).
+	Where string
 	// Groups are the NFLOG groups to read (nft "log group N"), one
 	// socket each.
 	Groups []uint16
@@ -36,6 +38,7 @@ func (c SourceConfig) withDefaults() SourceConfig {
 	c.Socket.FlushTimeout = cmp.Or(c.Socket.FlushTimeout, 100*time.Millisecond)
 	c.Socket.ReadTimeout = cmp.Or(c.Socket.ReadTimeout, 200*time.Millisecond)
 	c.Batch = cmp.Or(c.Batch, 256)
+	c.Where = cmp.Or(c.Where, "this namespace")
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}

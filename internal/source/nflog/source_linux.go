@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink"
 )
 
 // Source reads NFLOG groups into deny-flow records: one socket and one
@@ -34,12 +37,11 @@ type reader struct {
 	stats GroupStats
 }
 
-// NewSource binds every group (in cfg.Netns if set) and returns a Source
-// handing record batches to emit (the batch is reused after emit returns;
-// emit is never called concurrently).
-func NewSource(cfg SourceConfig, emit func([]flow.Record) error) (*Source, error) {
+// New binds every group (in cfg.Netns if set) and returns a Source whose
+// Run hands record batches to a sink (never concurrently).
+func New(cfg SourceConfig) (*Source, error) {
 	cfg = cfg.withDefaults()
-	s := &Source{cfg: cfg, emit: emit}
+	s := &Source{cfg: cfg}
 	for _, g := range cfg.Groups {
 		sc := cfg.Socket
 		sc.Netns, sc.Group = cfg.Netns, g
@@ -77,9 +79,16 @@ func (s *Source) Stats() []GroupStats {
 	return out
 }
 
-// Run reads every group until ctx is done, then exports every deny flow
-// (reason shutdown). It returns the first error that stopped a group.
-func (s *Source) Run(ctx context.Context) error {
+// Run reads every group until ctx is done, writing deny-flow records to
+// out, then exports every deny flow (reason shutdown). It returns the
+// first error that stopped a group.
+func (s *Source) Run(ctx context.Context, out sink.Sink) error {
+	s.emit = out.Write
+	groups := make([]string, len(s.cfg.Groups))
+	for i, g := range s.cfg.Groups {
+		groups[i] = strconv.Itoa(int(g))
+	}
+	s.cfg.Logf("reading the NFLOG groups %s of %s", strings.Join(groups, ","), s.cfg.Where)
 	errs := make(chan error, len(s.groups))
 	for _, r := range s.groups {
 		go func() { errs <- r.run(ctx) }()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/testhost"
 )
 
@@ -33,19 +34,20 @@ add rule inet weirdeny in udp dport 7002 log prefix "deny-b" group 8 drop`
 	}
 	var mu sync.Mutex
 	var recs []flow.Record
-	s, err := NewSource(SourceConfig{Netns: pr.B.Do, Groups: []uint16{7, 8}, Logf: t.Logf}, func(b []flow.Record) error {
-		mu.Lock()
-		recs = append(recs, b...)
-		mu.Unlock()
-		return nil
-	})
+	s, err := New(SourceConfig{Netns: pr.B.Do, Groups: []uint16{7, 8}, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	runCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(runCtx) }()
+	out := sink.Func(func(b []flow.Record) error {
+		mu.Lock()
+		recs = append(recs, b...)
+		mu.Unlock()
+		return nil
+	})
+	go func() { done <- s.Run(runCtx, out) }()
 
 	type want struct {
 		dst      netip.Addr
