@@ -6,7 +6,6 @@ package meter
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"sync/atomic"
 	"time"
@@ -198,7 +197,7 @@ func (p *Meter) Run(ctx context.Context, src source.PacketSource) (Stats, error)
 	p.stats.TunnelOverflow = p.ifaces.TunnelOverflow()
 	p.stats.Elapsed = time.Since(start)
 	if srcErr != nil {
-		p.errs = append([]error{fmt.Errorf("reading input: %w", srcErr)}, p.errs...)
+		p.errs = append([]error{&inputError{srcErr}}, p.errs...)
 	}
 	return p.stats, errors.Join(p.errs...)
 }
