@@ -3,6 +3,7 @@ package afpacket
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -45,6 +46,11 @@ type Config struct {
 	// that stays there for the call; every socket is created through it.
 	// Nil: the caller's namespace. Tests use testhost.Host.Do.
 	Netns func(fn func() error) error
+	// Views, if set, receives the top ViewTop flows (20 if 0) every
+	// ViewInterval while Run runs: the live table of weir capture -i.
+	Views        io.Writer
+	ViewTop      int
+	ViewInterval time.Duration
 }
 
 // Limits of Config.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ type Capture struct {
 	workers []*worker
 	dead    chan *Source
 	watcher *netdev.Watcher // set by Run
+	started atomic.Bool     // Run was called: the workers close their sockets
 
 	mu        sync.Mutex
 	open      map[int]*iface       // by ifindex: interfaces being captured
@@ -39,10 +41,8 @@ type iface struct {
 }
 
 // New checks cfg and builds the workers and their tables (preallocated:
-// memory is spent here, not while capturing). out receives every record; it
-// is called by several workers at once, so it must be safe for concurrent
-// use (sink.Queue is).
-func New(cfg Config, out sink.Sink) (*Capture, error) {
+// memory is spent here, not while capturing).
+func New(cfg Config) (*Capture, error) {
 	c, err := cfg.normalize()
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func New(cfg Config, out sink.Sink) (*Capture, error) {
 		kernel: map[string]RingStats{},
 	}
 	for i := range c.Workers {
-		w, err := newWorker(i, &cp.cfg, out, cp.dead)
+		w, err := newWorker(i, &cp.cfg, cp.dead)
 		if err != nil {
 			for _, w := range cp.workers {
 				_ = w.set.Close()
@@ -68,7 +68,29 @@ func New(cfg Config, out sink.Sink) (*Capture, error) {
 // interfaces cannot be listed or watched, if an interface named explicitly
 // does not exist (ErrNoInterface), or if the first interfaces cannot be
 // opened (for example without CAP_NET_RAW).
-func (c *Capture) Run(ctx context.Context) error {
+//
+// out receives every record; several workers write to it at once, so it
+// must be safe for concurrent use (sink.Queue is).
+func (c *Capture) Run(ctx context.Context, out sink.Sink) error {
+	c.started.Store(true)
+	for _, w := range c.workers {
+		w.out = out
+	}
+	if c.cfg.Views != nil && c.cfg.ViewInterval > 0 {
+		vctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); c.views(vctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	err := c.run(ctx)
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+		err = fmt.Errorf("%w\nlive capture needs root or the capabilities CAP_NET_RAW and CAP_NET_ADMIN:\n"+
+			"  run it with sudo, or once: sudo setcap cap_net_raw,cap_net_admin=eip %s", err, os.Args[0])
+	}
+	return err
+}
+
+func (c *Capture) run(ctx context.Context) error {
 	var watcher *netdev.Watcher
 	err := c.cfg.Netns(func() (err error) {
 		watcher, err = netdev.Watch() // its netlink sockets stay in this namespace
@@ -351,6 +373,17 @@ func (c *Capture) relist() {
 	for _, l := range links {
 		_ = c.consider(l)
 	}
+}
+
+// Close releases the workers' sockets when Run never ran (Run releases
+// them itself).
+func (c *Capture) Close() error {
+	if !c.started.Load() {
+		for _, w := range c.workers {
+			_ = w.set.Close()
+		}
+	}
+	return nil
 }
 
 func (c *Capture) closeAll() {

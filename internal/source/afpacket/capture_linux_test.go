@@ -62,13 +62,13 @@ func startCapture(t *testing.T, cfg Config, opened int) *running {
 	t.Helper()
 	out := &collect{}
 	q := sink.NewQueue("test", out, 4096, 1024)
-	c, err := New(cfg, q)
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	go func() { done <- c.Run(ctx, q) }()
 	r := &running{c: c, q: q, out: out}
 	var once sync.Once
 	r.stop = func() []flow.Record {
@@ -151,11 +151,11 @@ func TestUDPGroundTruth(t *testing.T) {
 // TestNamedInterfaceMissing: an interface named explicitly must exist.
 func TestNamedInterfaceMissing(t *testing.T) {
 	pr := testhost.NewPair(t)
-	c, err := New(testConfig(t, pr.B, "nosuchif0"), &collect{})
+	c, err := New(testConfig(t, pr.B, "nosuchif0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Run(context.Background()); !errors.Is(err, ErrNoInterface) {
+	if err := c.Run(context.Background(), &collect{}); !errors.Is(err, ErrNoInterface) {
 		t.Fatalf("Run: %v, want ErrNoInterface", err)
 	}
 }

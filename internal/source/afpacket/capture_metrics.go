@@ -4,7 +4,6 @@ import (
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/sink"
 )
 
 // Metric descriptions; docs/metrics.md documents each (a test checks).
@@ -48,19 +47,16 @@ func gauge(name, help string, labels ...string) *metrics.Desc {
 
 // collector renders a Capture's and its sink queues' counters.
 type collector struct {
-	c      *Capture
-	queues metrics.Collector
+	c *Capture
 }
 
-// Collector returns a metrics.Collector for the capture and the given sink
-// queues. Values are the workers' last published counters (every Tick).
-func (c *Capture) Collector(queues ...*sink.Queue) metrics.Collector {
-	return &collector{c: c, queues: sink.QueueCollector(queues...)}
-}
+// Collector returns a metrics.Collector for the capture. Values are the
+// workers' last published counters (every Tick).
+func (c *Capture) Collector() metrics.Collector { return &collector{c: c} }
 
 // Describe lists every metric the collector emits.
 func (col *collector) Describe() []*metrics.Desc {
-	return append(col.queues.Describe(), mIfPackets, mIfBytes, mKPackets, mKDrops, mKFreezes, mCorrupt, mIfOpen,
+	return append([]*metrics.Desc{}, mIfPackets, mIfBytes, mKPackets, mKDrops, mKFreezes, mCorrupt, mIfOpen,
 		mOpened, mReleased, mOpenFails, mWorkers, mDecFrames, mDecoded, mDecErrors, mNonIP, mFrags, mCutHeaders, mDecap,
 		mActive, mCapacity, mTableBytes, mFPackets, mDupes, mCreated, mRecords, mEvicted, mFullPasses)
 }
@@ -114,5 +110,4 @@ func (col *collector) Collect(w *metrics.Writer) {
 		w.Sample(mEvicted, float64(t.Evicted[r]), r.String())
 	}
 	w.Sample(mFullPasses, float64(t.FullPasses))
-	col.queues.Collect(w)
 }

@@ -33,7 +33,7 @@ func TestMetricsDocumented(t *testing.T) {
 	}
 	q := sink.NewQueue("stdout", &collect{}, 1, 1)
 	defer q.Close()
-	c, err := New(Config{Select: sel, Table: flow.Config{MaxFlows: 16}}, q)
+	c, err := New(Config{Select: sel, Table: flow.Config{MaxFlows: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +52,10 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := metrics.NewRegistry()
-	ebpf := ebpf.Collector(func() ebpf.Stats { return ebpf.Stats{} }) // weir capture --source ebpf; its queues are live's
-	ct := conntrack.Collector(func() conntrack.SourceStats { return conntrack.SourceStats{} }, 1)
-	nl := nflog.Collector(func() []nflog.GroupStats { return []nflog.GroupStats{{Group: 5}} })
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl, enrich.NewEnricher().Collector()} {
+	ebpf := ebpf.Collector(func() ebpf.Stats { return ebpf.Stats{} }) // weir capture --source ebpf
+	ct := new(conntrack.Source).Collector()                           // Describe needs no open source
+	nl := new(nflog.Source).Collector()
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(), sink.QueueCollector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl, enrich.NewEnricher().Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}

@@ -13,10 +13,13 @@ import (
 type Capture struct{}
 
 // New returns ErrUnsupported.
-func New(cfg Config, out sink.Sink) (*Capture, error) { return nil, ErrUnsupported }
+func New(cfg Config) (*Capture, error) { return nil, ErrUnsupported }
 
 // Run returns ErrUnsupported.
-func (c *Capture) Run(ctx context.Context) error { return ErrUnsupported }
+func (c *Capture) Run(ctx context.Context, out sink.Sink) error { return ErrUnsupported }
+
+// Close does nothing.
+func (c *Capture) Close() error { return nil }
 
 // Stats returns nothing.
 func (c *Capture) Stats() Stats { return Stats{} }

@@ -55,7 +55,7 @@ type worker struct {
 	dec    *packet.Decoder
 	table  *flow.Table
 	ifaces flow.Ifaces
-	out    sink.Sink
+	out    sink.Sink // set by Capture.Run
 	recs   []flow.Record
 	pkts   []flow.Packet
 	rings  map[*Source]*ring
@@ -79,12 +79,12 @@ type workerSnap struct {
 	ifaces  map[string][2]uint64 // name → packets, bytes (cumulative, also for closed rings)
 }
 
-func newWorker(id int, cfg *Config, out sink.Sink, dead chan<- *Source) (*worker, error) {
+func newWorker(id int, cfg *Config, dead chan<- *Source) (*worker, error) {
 	set, err := NewSet()
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{id: id, cfg: cfg, set: set, out: out, dead: dead,
+	w := &worker{id: id, cfg: cfg, set: set, dead: dead,
 		dec:   packet.NewDecoder(cfg.Decoder),
 		recs:  make([]flow.Record, 0, cfg.Batch),
 		pkts:  make([]flow.Packet, 0, packetBatch),

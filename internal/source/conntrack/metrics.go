@@ -36,13 +36,13 @@ func gauge(name, help string, labels ...string) *metrics.Desc {
 
 // newCollector returns a metrics.Collector of a Source's counters (stats
 // is Source.Stats; capacity the store's MaxConns).
-func newCollector(stats func() SourceStats, capacity int) metrics.Collector {
+func newCollector(stats func() SourceStats, capacity func() int) metrics.Collector {
 	return &collector{stats: stats, capacity: capacity}
 }
 
 type collector struct {
 	stats    func() SourceStats
-	capacity int
+	capacity func() int
 }
 
 // Describe lists every metric the collector emits.
@@ -66,7 +66,7 @@ func (c *collector) Collect(w *metrics.Writer) {
 	w.Sample(mOverruns, float64(st.Dump.ENOBUFS), "dump")
 	w.Sample(mOverruns, float64(st.Events.ENOBUFS), "events")
 	w.Sample(mConns, float64(st.Store.Conns))
-	w.Sample(mCapacity, float64(c.capacity))
+	w.Sample(mCapacity, float64(c.capacity()))
 	w.Sample(mNew, float64(st.Store.New))
 	w.Sample(mEvicted, float64(st.Store.Evicted))
 	w.Sample(mLost, float64(st.Store.EvictedUnexported))

@@ -11,7 +11,7 @@ import (
 )
 
 // Collector returns a metrics.Collector of the source's counters.
-func (s *Source) Collector() metrics.Collector { return newCollector(s.Stats, s.capacity()) }
+func (s *Source) Collector() metrics.Collector { return newCollector(s.Stats, s.capacity) }
 
 // WriteStats writes the source's --stats lines.
 func (s *Source) WriteStats(w io.Writer) {
