@@ -47,15 +47,15 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer x.Close()
-	coll, err := ipfixrecv.New(ipfixrecv.Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1}, q)
+	coll, err := ipfixrecv.New(ipfixrecv.Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := metrics.NewRegistry()
-	ebpf := ebpf.Collector(func() ebpf.Stats { return ebpf.Stats{} }) // weir capture --source ebpf
-	ct := new(conntrack.Source).Collector()                           // Describe needs no open source
+	ebpfCol := new(ebpf.Source).Collector() // weir capture --source ebpf
+	ct := new(conntrack.Source).Collector() // Describe needs no open source
 	nl := new(nflog.Source).Collector()
-	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(), sink.QueueCollector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpf, ct, nl, enrich.NewEnricher().Collector()} {
+	for _, col := range []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(), sink.QueueCollector(q), st.Collector(), ipfixsink.Collector(x), coll.Collector(), ebpfCol, ct, nl, enrich.NewEnricher().Collector()} {
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}

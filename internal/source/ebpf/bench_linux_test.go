@@ -121,10 +121,11 @@ func benchSource(b testing.TB, h *testhost.Host, cfg Config) *Source {
 		b.Fatal(err)
 	}
 	cfg.Select, cfg.Netns = sel, []Netns{{Do: h.Do}}
-	s, err := New(cfg, discard{})
+	s, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	s.out = discard{} // drained without Run
 	b.Cleanup(func() { s.Close() })
 	return s
 }
@@ -200,13 +201,13 @@ func cpuCost(b *testing.B, pr *testhost.Pair, send func(uint16), flows int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := New(Config{Select: sel, EvictInterval: time.Second, Netns: []Netns{{"a", pr.A.Do}, {"b", pr.B.Do}}}, discard{})
+	s, err := New(Config{Select: sel, EvictInterval: time.Second, Netns: []Netns{{"a", pr.A.Do}, {"b", pr.B.Do}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	go func() { done <- s.Run(ctx, discard{}) }()
 	for s.Stats().Ifaces == 0 {
 		time.Sleep(time.Millisecond)
 	}

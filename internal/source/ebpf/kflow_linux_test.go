@@ -62,13 +62,13 @@ func startOut(t *testing.T, h *testhost.Host, cfg Config, specs ...string) (*Sou
 		cfg.Table = flow.Config{MaxFlows: 20000, IdleTimeout: time.Minute, EndLinger: time.Second}
 	}
 	out := &collect{}
-	s, err := New(cfg, out)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	go func() { done <- s.Run(ctx, out) }()
 	for end := time.Now().Add(10 * time.Second); s.Stats().Ifaces == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
 			cancel()

@@ -38,11 +38,8 @@ func gauge(name, help string, labels ...string) *metrics.Desc {
 	return &metrics.Desc{Name: name, Help: help, Type: metrics.Gauge, Labels: labels}
 }
 
-// Collector returns a metrics.Collector for a source's counters (stats is
-// Source.Stats). Register sink.QueueCollector beside it for the queues.
-func Collector(stats func() Stats) metrics.Collector {
-	return &collector{stats: stats}
-}
+// Collector returns a metrics.Collector for the source's counters.
+func (s *Source) Collector() metrics.Collector { return &collector{stats: s.Stats} }
 
 type collector struct {
 	stats func() Stats

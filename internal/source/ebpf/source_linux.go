@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/sink"
 )
 
@@ -50,7 +52,7 @@ type ifKey struct {
 // Source is the eBPF source. Create it with New, run it with Run.
 type Source struct {
 	cfg Config
-	out sink.Sink
+	out sink.Sink // set by Run
 
 	coll     *ebpf.Collection
 	active   *ebpf.Map    // the one-slot array of maps
@@ -80,13 +82,26 @@ type Source struct {
 	drops    dropState      // Config.Drops
 	cnt      [cntMax]uint64 // kernel counters, summed over CPUs
 
-	mu    sync.Mutex
-	stats Stats
+	mu        sync.Mutex
+	stats     Stats
+	closeOnce sync.Once
 }
 
 // New loads the programs and creates the maps (it needs CAP_BPF and
 // CAP_NET_ADMIN, or root); Run attaches them.
-func New(cfg Config, out sink.Sink) (*Source, error) {
+func New(cfg Config) (*Source, error) {
+	s, err := load(cfg)
+	if err != nil {
+		return nil, privilegeHint(err)
+	}
+	// Loading parsed the kernel's BTF (for CO-RE): tens of MB that are
+	// garbage now. Hand them back before the table's pages are touched.
+	debug.FreeOSMemory()
+	return s, nil
+}
+
+// load is New without the hint.
+func load(cfg Config) (*Source, error) {
 	c, err := cfg.normalize()
 	if err != nil {
 		return nil, err
@@ -114,7 +129,7 @@ func New(cfg Config, out sink.Sink) (*Source, error) {
 		spec.Maps["overflow"].MaxEntries = uint32(os.Getpagesize()) // unused, but must exist
 	}
 	delete(spec.Programs, "weir_noop") // for benchmarks only
-	s := &Source{cfg: c, out: out, ifaces: map[ifKey]uint16{}, tc: c.Attach == AttachTC,
+	s := &Source{cfg: c, ifaces: map[ifKey]uint16{}, tc: c.Attach == AttachTC,
 		on: map[ifAttach][]io.Closer{}, events: make(chan nsEvent, 64), quit: make(chan struct{})}
 	if c.Drops {
 		names, consumed, err := dropReasonNames()
@@ -235,11 +250,17 @@ func netnsCookie() (uint64, error) {
 // drains a last time and flushes the table. The overflow ring is read by
 // a goroutine of its own, so that a drain (which waits for an RCU grace
 // period) never keeps it from being read.
-func (s *Source) Run(ctx context.Context) error {
+//
+// Records go to out.
+func (s *Source) Run(ctx context.Context, out sink.Sink) error {
+	s.out = out
 	defer s.Close()
 	if err := s.attach(); err != nil {
-		return err
+		return privilegeHint(err)
 	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.sayAttached(sctx)
 	readErr := make(chan error, 1)
 	if s.ring != nil {
 		go func() { readErr <- s.readRing() }()
@@ -364,6 +385,11 @@ func (s *Source) Stats() Stats {
 // Close detaches the programs and frees the maps; Run calls it. The
 // kernel counters are read a last time first: Stats keeps them.
 func (s *Source) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *Source) close() {
 	s.detach()
 	if s.ring != nil {
 		s.ring.Close()
@@ -384,5 +410,22 @@ func (s *Source) Close() error {
 		s.coll.Close()
 		s.coll = nil
 	}
-	return nil
+}
+
+// sayAttached says once when the programs are on their first interfaces.
+func (s *Source) sayAttached(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if n := s.Stats().Ifaces; n > 0 {
+			s.cfg.Logf("eBPF programs on %d interfaces matching %s; kernel maps of %s flows, drained every %s",
+				n, s.cfg.Select, format.Count(uint64(s.cfg.MaxFlows)), s.cfg.EvictInterval)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -16,10 +16,10 @@ var ErrUnsupported = errors.New("kflow: the eBPF source needs Linux")
 type Source struct{}
 
 // New returns ErrUnsupported.
-func New(cfg Config, out sink.Sink) (*Source, error) { return nil, ErrUnsupported }
+func New(cfg Config) (*Source, error) { return nil, ErrUnsupported }
 
 // Run returns ErrUnsupported.
-func (s *Source) Run(ctx context.Context) error { return ErrUnsupported }
+func (s *Source) Run(ctx context.Context, out sink.Sink) error { return ErrUnsupported }
 
 // Stats returns zero counters.
 func (s *Source) Stats() Stats { return Stats{} }

@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,8 @@ type Config struct {
 	// without data, PEN); its Budget, MaxClockSkew and Stream are set
 	// by the collector.
 	Decoder ipfix.DecoderConfig
+	// Logf says where the collector listens; nil: silent.
+	Logf func(format string, args ...any)
 }
 
 // ErrListen wraps listen address errors.
@@ -144,10 +147,9 @@ type listener struct {
 }
 
 // New opens every listen address (so that Addrs is known before Run) and
-// returns the collector that will write records to out. out must be safe
-// for concurrent use (a sink.Queue is).
-func New(cfg Config, out sink.Sink) (*Collector, error) {
-	c := newCollector(cfg, out)
+// returns the collector.
+func New(cfg Config) (*Collector, error) {
+	c := newCollector(cfg)
 	for _, l := range c.cfg.Listen {
 		if err := c.listen(l); err != nil {
 			c.closeAll()
@@ -159,7 +161,7 @@ func New(cfg Config, out sink.Sink) (*Collector, error) {
 
 // newCollector returns a collector of cfg (defaults set) that listens
 // nowhere yet.
-func newCollector(cfg Config, out sink.Sink) *Collector {
+func newCollector(cfg Config) *Collector {
 	if len(cfg.Listen) == 0 {
 		cfg.Listen = []string{DefaultListen}
 	}
@@ -182,7 +184,10 @@ func newCollector(cfg Config, out sink.Sink) *Collector {
 	case cfg.MaxClockSkew < 0:
 		cfg.MaxClockSkew = 0 // the decoder's "off"
 	}
-	c := &Collector{cfg: cfg, out: out, workers: map[*worker]struct{}{},
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	c := &Collector{cfg: cfg, workers: map[*worker]struct{}{},
 		budget: ipfix.NewBudget(cfg.TemplateBudget, cfg.ExporterLimits)}
 	c.ex.init(cfg.MaxExporters, cfg.MaxIfaces, cfg.MaxIfacesPerExporter)
 	c.conns.init(cfg.MaxConns, cfg.MaxConnsPerSource)
@@ -264,11 +269,20 @@ func (c *Collector) closeAll() {
 	}
 }
 
-// Run receives until ctx is done, then closes the sockets and every
+// Run receives until ctx is done, writing records to out (safe for
+// concurrent use: a sink.Queue is), then closes the sockets and every
 // connection (handshakes and reads in progress end with them), hands the
 // last partial batches to the sink and returns. It does not close the
 // sink.
-func (c *Collector) Run(ctx context.Context) error {
+func (c *Collector) Run(ctx context.Context, out sink.Sink) error {
+	c.out = out
+	var said []string // UDP addresses have one SO_REUSEPORT socket per CPU: say each once
+	for _, a := range c.Addrs() {
+		if s := a.Network() + " " + a.String(); !slices.Contains(said, s) {
+			said = append(said, s)
+			c.cfg.Logf("listening on %s", s)
+		}
+	}
 	var wg sync.WaitGroup
 	for _, u := range c.udp {
 		wg.Add(1)

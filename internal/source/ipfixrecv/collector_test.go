@@ -115,13 +115,13 @@ func run(t *testing.T, cfg Config) (*Collector, *memSink, func()) {
 	t.Helper()
 	m := &memSink{}
 	cfg.FlushInterval = 20 * time.Millisecond
-	c, err := New(cfg, m)
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
+	go func() { c.Run(ctx, m); close(done) }()
 	return c, m, func() { cancel(); <-done }
 }
 

@@ -40,7 +40,8 @@ func FuzzStream(f *testing.F) {
 	peer := netip.MustParseAddrPort("192.0.2.1:4739")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m := &memSink{}
-		c := newCollector(Config{FlushInterval: time.Minute, IdleConnTimeout: time.Minute, Batch: 8}, m)
+		c := newCollector(Config{FlushInterval: time.Minute, IdleConnTimeout: time.Minute, Batch: 8})
+		c.out = m
 		c.serveStream(&bytesConn{r: bytes.NewReader(b)}, peer)
 		st := c.Stats()
 		if uint64(m.len()) != st.Records || st.TemplatesLive != 0 || st.SessionsLive != 0 || st.BudgetUsed != 0 {

@@ -71,13 +71,13 @@ func TestHostileLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := sink.NewQueue("store", st, 256, 1024)
-	c, err := New(Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 2, FlushInterval: 20 * time.Millisecond}, q)
+	c, err := New(Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 2, FlushInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
+	go func() { c.Run(ctx, q); close(done) }()
 	t0 := time.Now()
 
 	rng := rand.New(rand.NewPCG(21, 11))

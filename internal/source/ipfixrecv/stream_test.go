@@ -239,13 +239,13 @@ func TestShutdownStuck(t *testing.T) {
 	srv, _ := tlsConfigs(t)
 	baseline := runtime.NumGoroutine()
 	c, err := New(Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: srv, MaxConnsPerSource: 1000,
-		HandshakeTimeout: time.Minute}, &memSink{})
+		HandshakeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
+	go func() { c.Run(ctx, &memSink{}); close(done) }()
 	var clients []net.Conn
 	defer func() {
 		for _, k := range clients {

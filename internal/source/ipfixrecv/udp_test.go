@@ -46,13 +46,13 @@ func oneFieldMsg(seq, domain uint32, data bool) []byte {
 // sent and not received.
 func TestSocketDrops(t *testing.T) {
 	g := &gateSink{open: make(chan struct{})}
-	c, err := New(Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1, ReadBuffer: 4096, Batch: 1, FlushInterval: 20 * time.Millisecond}, g)
+	c, err := New(Config{Listen: []string{"udp://127.0.0.1:0"}, Sockets: 1, ReadBuffer: 4096, Batch: 1, FlushInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
+	go func() { c.Run(ctx, g); close(done) }()
 	defer func() { cancel(); <-done }()
 	u, err := net.Dial("udp", c.Addrs()[0].String())
 	if err != nil {
