@@ -3,17 +3,19 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/meter"
+	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/source"
 	"github.com/weir-dev/weir/internal/source/pcap"
 	"github.com/weir-dev/weir/internal/source/synthetic"
 )
@@ -65,6 +67,7 @@ type captureOpts struct {
 	stats                bool
 	live                 liveOpts
 	sinks                sinkOpts
+	files                []fileNeed // what the running capture still touches (privileges.go)
 }
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
@@ -119,10 +122,33 @@ Once the live sources are open, weir gives up the capabilities it no longer
 needs, on every thread (AF_PACKET keeps CAP_NET_RAW for interfaces that
 appear later, conntrack CAP_NET_ADMIN; README lists each source), and says
 what it kept; --drop-privileges=false keeps them all.`, captureExamples)
-	o.live.flags(fs)
-	o.sinks.flags(fs)
+	o.flags(fs)
 	o.sinks.enrich.logw = stderr
-	o.sinks.enrich.flags(fs)
+	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
+	if done {
+		return code
+	}
+	cfg, err := o.config(fs, pos, stdout_, stderr)
+	if err != nil {
+		return exitStatus(stderr, "capture", err)
+	}
+	if o.live.cpuProfile != "" {
+		f, err := os.Create(o.live.cpuProfile)
+		if err == nil {
+			defer f.Close()
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			return exitStatus(stderr, "capture", agent.Usagef("--cpuprofile: %v", err))
+		}
+		defer pprof.StopCPUProfile()
+	}
+	return exitStatus(stderr, "capture", agent.Run(context.Background(), cfg))
+}
+
+func (o *captureOpts) flags(fs *flag.FlagSet) {
+	o.live.flags(fs)
+	o.sinks.flags(fs, true)
 	fs.Var(&o.read, "read", "read packets from a pcap or pcapng `file` ('-': standard input; gzip or zstd compressed or not; repeatable, and files listed after it are read too, in order, as one capture); its own timestamps drive the timeouts")
 	fs.Var(&o.read, "r", "short for --read")
 	fs.Func("decap", "key the packets of these `tunnels` by the packet inside: vxlan (UDP 4789, 8472), geneve (UDP 6081), gre, ipip (IP in IP, protocols 4 and 41), or all; comma-separated", func(v string) error {
@@ -136,168 +162,135 @@ what it kept; --drop-privileges=false keeps them all.`, captureExamples)
 	fs.DurationVar(&o.active, "active-timeout", 60*time.Second, "emit a long-lived flow's counters this often and keep it (0 disables)")
 	fs.DurationVar(&o.linger, "end-linger", 2*time.Second, "after TCP FIN both ways or RST, wait this long for the last packets")
 	fs.BoolVar(&o.stats, "stats", false, "print counters (frames, decode errors by reason, flows, evictions by reason, memory) to stderr at exit")
-	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
-	if done {
-		return code
-	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
-		return exitUsage
-	}
-	if len(pos) > 0 && len(o.read) == 0 {
-		return fail("unexpected argument %q: only --read takes several files (see 'weir capture --help')", pos[0])
-	}
-	o.read = append(o.read, pos...)
-	ct := isCTSource(o.live.ebpf.source)
-	if o.decap != 0 && (ct || o.live.ebpf.source == "ebpf") {
-		return fail("--decap needs the packets: --read, or -i with --source afpacket")
-	}
-	inputs := 0
-	for _, set := range []bool{len(o.read) > 0, o.synth != "", len(o.live.ifaces) > 0 || ct} {
-		if set {
-			inputs++
-		}
-	}
-	if inputs != 1 {
-		return fail("give exactly one input: -i IFACE, --read FILE..., --synthetic SPEC or --source conntrack|nflog (see 'weir capture --help')")
-	}
-	if o.maxFlows < 1 {
-		return fail("--max-flows must be at least 1, got %d", o.maxFlows)
-	}
-	if o.idle <= 0 || o.active < 0 || o.linger < 0 {
-		return fail("--idle-timeout must be positive, --active-timeout and --end-linger not negative")
-	}
-
-	if !ct {
-		if msg := ctOnly(fs); msg != "" {
-			return fail("%s", msg)
-		}
-	}
-	if len(o.live.ifaces) == 0 && !ct && o.live.set(fs) {
-		return fail("--workers, --filter, --ring-*, --metrics-*, --api-*, --interval, --duration and --queue-depth need live capture (-i)")
-	}
-	var ue errUsage
-	o.sinks.stderr = stderr
-	switch err := o.sinks.open(stdout_); {
-	case errors.As(err, &ue):
-		return fail("%v", err)
-	case err != nil:
-		fmt.Fprintf(stderr, "weir capture: %v\n", err)
-		return exitFailure
-	}
-	if ct {
-		return runConntrack(&o, fs, stderr)
-	}
-	if len(o.live.ifaces) > 0 {
-		return runLive(&o, stdout_, stderr)
-	}
-	life := newLifecycle(0)
-	defer life.Close()
-	out, queues := o.sinks.queued(replayDepth, true, life.stop)
-
-	var src source.PacketSource
-	var files *pcap.Files
-	if len(o.read) > 0 {
-		r, err := pcap.OpenFiles(o.read, os.Stdin)
-		if err != nil {
-			out.Close()
-			if errors.Is(err, pcap.ErrStdinTwice) {
-				return fail("%v", err)
-			}
-			fmt.Fprintf(stderr, "weir capture: %v\n", err)
-			return exitFailure
-		}
-		defer r.Close()
-		src, files = r, r
-	} else {
-		cfg, err := parseSynthetic(o.synth)
-		if err != nil {
-			out.Close()
-			return fail("--synthetic: %v", err)
-		}
-		s, err := synthetic.New(cfg)
-		if err != nil {
-			out.Close()
-			return fail("--synthetic: %v", err)
-		}
-		src = s
-	}
-
-	p, err := meter.New(meter.Config{Table: flow.Config{
-		MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger,
-	}, Decoder: packet.Config{Decap: o.decap}}, out)
-	if err != nil {
-		out.Close()
-		return fail("%v", err)
-	}
-	if files != nil {
-		// A read blocked on a pipe (tcpdump -w - | weir ...) must not
-		// keep SIGTERM from flushing the flows.
-		stop := context.AfterFunc(life.ctx, files.Stop)
-		defer stop()
-	}
-	st, runErr := p.Run(life.ctx, src)
-	closeErr := out.Close()
-	if files != nil {
-		if late := files.OutOfOrder(); len(late) > 0 {
-			fmt.Fprintf(stderr, "weir capture: warning: %s start before the previous file ended: give rotated captures in time order, or flows are cut short\n",
-				strings.Join(quoteAll(late), ", "))
-		}
-	}
-	if o.stats {
-		if files != nil {
-			printFilesStats(stderr, files.Stats())
-		}
-		printStats(stderr, &st, p)
-		printQueueStats(stderr, queues)
-		o.sinks.printStats(stderr)
-	}
-	if err := errors.Join(runErr, closeErr); err != nil {
-		fmt.Fprintf(stderr, "weir capture: %v\n", err)
-		if errors.Is(runErr, pcap.ErrTruncated) {
-			fmt.Fprintf(stderr, "weir capture: the capture was cut short; the %d records before the cut were reported\n", st.Records)
-		}
-		return exitFailure
-	}
-	return exitOK
 }
 
-// quoteAll quotes names for a terminal (control bytes escaped).
-func quoteAll(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = strconv.Quote(n)
+// exitStatus says what went wrong, one line at a time, and returns the exit
+// status.
+func exitStatus(stderr io.Writer, cmd string, err error) int {
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "weir %s: %s\n", cmd, line)
+		}
 	}
-	return out
+	return agent.ExitCode(err)
+}
+
+// table is the flow table's configuration.
+func (o *captureOpts) table() meter.TableConfig {
+	return meter.TableConfig{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger}
+}
+
+// config checks the flags and turns them into the agent's configuration.
+func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.Writer) (agent.Config, error) {
+	var cfg agent.Config
+	if len(pos) > 0 && len(o.read) == 0 {
+		return cfg, agent.Usagef("unexpected argument %q: only --read takes several files (see 'weir capture --help')", pos[0])
+	}
+	o.read = append(o.read, pos...)
+	m, err := o.mode()
+	if err != nil {
+		return cfg, err
+	}
+	if err := checkModes(fs, m); err != nil {
+		return cfg, err
+	}
+	if o.maxFlows < 1 {
+		return cfg, agent.Usagef("--max-flows must be at least 1, got %d", o.maxFlows)
+	}
+	if o.idle <= 0 || o.active < 0 || o.linger < 0 {
+		return cfg, agent.Usagef("--idle-timeout must be positive, --active-timeout and --end-linger not negative")
+	}
+	o.sinks.store.log = stderr
+	sinks, err := o.sinks.sinks(stdout_, m&mLive != 0 || o.sinks.store.given())
+	if err != nil {
+		return cfg, err
+	}
+	if m&mReplay != 0 && !isSet(fs, "node-name") {
+		sinks.Node = "" // a file was not observed here
+	}
+	o.files = o.sinks.needs(&sinks)
+	cfg = agent.Config{Sinks: sinks, Log: stderr, HTTP: agent.HTTP{Addr: "off"}}
+	if o.stats {
+		cfg.Stats = stderr
+	}
+	if m&mReplay != 0 {
+		cfg.Open, err = o.replay(stderr)
+		return cfg, err
+	}
+	l := &o.live
+	if l.duration < 0 || l.interval < 0 || l.queueDepth < 1 {
+		return cfg, agent.Usagef("--duration and --interval must not be negative, --queue-depth at least 1")
+	}
+	cfg.Live, cfg.QueueDepth, cfg.Duration, cfg.HTTP = true, l.queueDepth, l.duration, l.http.HTTP
+	if m&(mConntrack|mNFLOG) != 0 {
+		cfg.Open, cfg.Ready, err = o.conntrack(stderr)
+		return cfg, err
+	}
+	sel, err := netdev.ParseSelector(l.ifaces)
+	if err != nil {
+		return cfg, agent.Usagef("-i: %v", err)
+	}
+	if m == mEBPF {
+		cfg.Open, cfg.Ready, err = o.ebpf(fs, sel, stderr)
+		return cfg, err
+	}
+	cfg.Open, err = o.afpacket(sel, stdout_, stderr, o.files)
+	return cfg, err
+}
+
+// replay opens the capture files or the synthetic traffic, and the meter.
+func (o *captureOpts) replay(stderr io.Writer) (func() (agent.Producer, error), error) {
+	mcfg := meter.Config{Table: o.table(), Decoder: packet.Config{Decap: o.decap}}
+	if o.synth != "" {
+		scfg, err := parseSynthetic(o.synth)
+		if err != nil {
+			return nil, agent.Usagef("--synthetic: %v", err)
+		}
+		return func() (agent.Producer, error) {
+			src, err := synthetic.New(scfg)
+			if err != nil {
+				return nil, agent.Usagef("--synthetic: %v", err)
+			}
+			return producer(meter.NewReplay(meter.ReplayConfig{Meter: mcfg, Source: src}))
+		}, nil
+	}
+	return func() (agent.Producer, error) {
+		files, err := pcap.OpenFiles(o.read, os.Stdin)
+		if errors.Is(err, pcap.ErrStdinTwice) {
+			return nil, agent.Usagef("%v", err)
+		} else if err != nil {
+			return nil, err
+		}
+		r, err := meter.NewReplay(meter.ReplayConfig{Meter: mcfg, Source: files, Logf: logf(stderr, "capture")})
+		if err != nil {
+			files.Close()
+			return nil, agent.Usagef("%v", err)
+		}
+		return r, nil
+	}, nil
 }
 
 // parseSynthetic parses "flows=1000,packets=1e6,ipv6=0.5,udp=0.3,seed=7".
 func parseSynthetic(spec string) (synthetic.Config, error) {
 	cfg := synthetic.Config{Flows: 1000, Packets: 100000, IPv6Share: 0.5, UDPShare: 0.5,
 		MinPayload: 0, MaxPayload: 1400, Seed: 1, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), StepNs: 1000}
+	ints := map[string]*int{"flows": &cfg.Flows, "packets": &cfg.Packets, "min-payload": &cfg.MinPayload, "max-payload": &cfg.MaxPayload}
+	floats := map[string]*float64{"ipv6": &cfg.IPv6Share, "udp": &cfg.UDPShare}
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
 			return cfg, fmt.Errorf("%q is not key=value", kv)
 		}
 		var err error
-		switch k {
-		case "flows":
-			cfg.Flows, err = atoi(v)
-		case "packets":
-			cfg.Packets, err = atoi(v)
-		case "ipv6":
-			cfg.IPv6Share, err = strconv.ParseFloat(v, 64)
-		case "udp":
-			cfg.UDPShare, err = strconv.ParseFloat(v, 64)
-		case "seed":
+		switch {
+		case ints[k] != nil:
+			*ints[k], err = atoi(v)
+		case floats[k] != nil:
+			*floats[k], err = strconv.ParseFloat(v, 64)
+		case k == "seed":
 			var n int
 			n, err = atoi(v)
 			cfg.Seed = int64(n)
-		case "min-payload":
-			cfg.MinPayload, err = atoi(v)
-		case "max-payload":
-			cfg.MaxPayload, err = atoi(v)
 		default:
 			return cfg, fmt.Errorf("unknown key %q (flows, packets, ipv6, udp, seed, min-payload, max-payload)", k)
 		}

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/enrich"
-	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
 
@@ -57,11 +57,10 @@ func (o *enrichOpts) logf(format string, a ...any) {
 	fmt.Fprintf(w, "weir: %s\n", termsafe.Message(fmt.Sprintf(format, a...))) // one line, whatever the file held
 }
 
-// wrap returns next behind the enricher (next itself without --enrich),
-// and starts watching the file; closing the returned sink stops that.
-func (o *enrichOpts) wrap(next sink.Sink) sink.Sink {
+// agent is the agent's enrichment, nil without --enrich.
+func (o *enrichOpts) agent() *agent.Enrich {
 	if o.e == nil {
-		return next
+		return nil
 	}
-	return o.live.Wrap(next, o.reload)
+	return &agent.Enrich{Watched: o.live, Reload: o.reload}
 }

@@ -1,29 +1,21 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/format"
-	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/pcapfilter"
-	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/source/afpacket"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
@@ -31,6 +23,7 @@ import (
 // liveOpts are the flags of live capture.
 type liveOpts struct {
 	ifaces     listFlag
+	source     string
 	workers    int
 	filter     string
 	blockSize  sizeFlag
@@ -41,6 +34,7 @@ type liveOpts struct {
 	duration   time.Duration
 	queueDepth int
 	cpuProfile string
+	netns      listFlag
 	ebpf       ebpfOpts
 	ct         ctOpts
 }
@@ -49,6 +43,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 	l.blockSize = afpacket.DefaultBlockSize
 	fs.Var(&l.ifaces, "interface", "capture live on `iface`: a name, a comma-separated list, 'any' (every up interface but loopback) or /regex/; repeatable")
 	fs.Var(&l.ifaces, "i", "short for --interface `iface`")
+	fs.StringVar(&l.source, "source", "afpacket", "live `source`: afpacket (packet rings, decoded in user space), ebpf (TCX programs aggregate flows in the kernel), conntrack (the kernel's connection tracking table, with NAT; no -i) or nflog (packets firewall rules log and drop, as deny flows; no -i)")
 	fs.IntVar(&l.workers, "workers", 1, "live capture goroutines, each with its own ring per interface (PACKET_FANOUT by flow hash) and its own flow table shard")
 	fs.StringVar(&l.filter, "filter", "", "tcpdump-syntax `expression` run in the kernel before the ring (for example 'tcp port 443 or udp')")
 	fs.Var(&l.blockSize, "ring-block-size", "ring block `size` per socket (power of two: 256KiB, 1MiB, 4MiB)")
@@ -58,23 +53,10 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.interval, "interval", 5*time.Second, "with --output=table: print the top live flows this often (0: only at exit)")
 	fs.DurationVar(&l.duration, "duration", 0, "stop live capture after this long, as on SIGTERM (0: run until interrupted)")
 	fs.StringVar(&l.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the capture to `file` (for go tool pprof)")
-	fs.IntVar(&l.queueDepth, "queue-depth", 256, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
+	fs.IntVar(&l.queueDepth, "queue-depth", agent.DefaultQueueDepth, "batches of 1024 records queued per sink; a slow sink drops (and counts) beyond this")
+	fs.Var(&l.netns, "netns", "--source ebpf, conntrack or nflog: also watch (ebpf) or read (conntrack, nflog: one) the network namespace `name` (/run/netns/name, or a path); repeatable for ebpf. Its interfaces are named name/iface in records")
 	l.ebpf.flags(fs)
 	l.ct.flags(fs)
-}
-
-// set reports whether any live-only flag was given.
-func (l *liveOpts) set(fs *flag.FlagSet) bool {
-	any := false
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "workers", "filter", "cpuprofile", "ring-block-size", "ring-blocks", "interval", "duration", "queue-depth",
-			"source", "ebpf-max-flows", "ebpf-evict-interval", "ebpf-ring-size", "sampling", "sample-flows", "netns", "drop-privileges":
-			any = true
-		}
-		any = any || slices.Contains(httpFlags, f.Name)
-	})
-	return any
 }
 
 // listFlag collects repeated flag values (a list in a --config file).
@@ -97,14 +79,9 @@ func (s *sizeFlag) String() string {
 	return strconv.Itoa(int(*s))
 }
 func (s *sizeFlag) Set(v string) error {
-	n, err := parseSize(v)
+	n, err := parseBytes(v, 1<<30)
 	*s = sizeFlag(n)
 	return err
-}
-
-func parseSize(v string) (int, error) {
-	n, err := parseBytes(v, 1<<30)
-	return int(n), err
 }
 
 // parseBytes parses a byte count with an optional binary unit (K/KiB,
@@ -158,46 +135,15 @@ func (f *filterCache) forLink(l netdev.Link) ([]afpacket.Instruction, error) {
 	return prog, nil
 }
 
-// runLive runs live capture until a signal or --duration.
-func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
+// afpacket is the AF_PACKET capture's configuration: checked now, opened
+// by the agent.
+func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, files []fileNeed) (func() (agent.Producer, error), error) {
 	l := &o.live
-	var out sink.Sink // the queued sinks, once made
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "weir capture: "+format+"\n", a...)
-		if out == nil {
-			o.sinks.close()
-		}
-		return exitUsage
-	}
-	sel, err := netdev.ParseSelector(l.ifaces)
-	if err != nil {
-		return fail("-i: %v", err)
-	}
 	if l.workers < 1 || l.workers > afpacket.MaxWorkers {
-		return fail("--workers must be 1..%d, got %d", afpacket.MaxWorkers, l.workers)
+		return nil, agent.Usagef("--workers must be 1..%d, got %d", afpacket.MaxWorkers, l.workers)
 	}
-	if l.duration < 0 || l.interval < 0 || l.queueDepth < 1 {
-		return fail("--duration and --interval must not be negative, --queue-depth at least 1")
-	}
-	switch l.ebpf.source {
-	case "ebpf":
-		return runEBPF(o, sel, stderr)
-	case "afpacket":
-		if msg := l.ebpf.afpacketConflict(); msg != "" {
-			return fail("%s", msg)
-		}
-	default:
-		return fail("--source must be afpacket, ebpf, conntrack or nflog, got %q", l.ebpf.source)
-	}
-	cfg := afpacket.Config{
-		Select:  sel,
-		Workers: l.workers,
-		Ring:    afpacket.RingConfig{BlockSize: int(l.blockSize), NumBlocks: l.blocks},
-		Table:   flow.Config{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger},
-		Decoder: packet.Config{Decap: o.decap},
-		Logf: func(format string, args ...any) {
-			fmt.Fprintf(stderr, "weir capture: "+format+"\n", args...)
-		},
+	cfg := afpacket.Config{Select: sel, Workers: l.workers, Table: o.table(), Decoder: packet.Config{Decap: o.decap},
+		Ring: afpacket.RingConfig{BlockSize: int(l.blockSize), NumBlocks: l.blocks}, Logf: logf(stderr, "capture"),
 		Ready: func(names []string) {
 			for i := range names {
 				names[i] = termsafe.String(names[i])
@@ -206,129 +152,40 @@ func runLive(o *captureOpts, stdout_, stderr io.Writer) int {
 				len(names), strings.Join(names, ", "), sel, l.workers)
 			// The first rings are open: from now on only interfaces that
 			// appear later need a new socket.
-			l.priv.dropCaps(stderr, "capture", caps.Of(caps.NetRaw), "to open the rings of interfaces that appear later", o.sinks.needs()...)
-		},
+			l.priv.dropCaps(stderr, "capture", caps.Of(caps.NetRaw), "to open the rings of interfaces that appear later", files...)
+		}}
+	if o.sinks.output == "table" && l.interval > 0 {
+		cfg.Views, cfg.ViewTop, cfg.ViewInterval = stdout_, o.sinks.top, l.interval
 	}
 	if l.filter != "" {
-		fc := &filterCache{expr: l.filter, prog: map[pcapfilter.LinkType][]afpacket.Instruction{}}
 		if _, err := pcapfilter.Compile(l.filter, pcapfilter.LinkEthernet, 0); err != nil {
-			return fail("--filter: %v", err)
+			return nil, agent.Usagef("--filter: %v", err)
 		}
-		cfg.Filter = fc.forLink
+		cfg.Filter = (&filterCache{expr: l.filter, prog: map[pcapfilter.LinkType][]afpacket.Instruction{}}).forLink
 	}
 	if _, err := (afpacket.RingConfig{Iface: "x", BlockSize: int(l.blockSize), NumBlocks: l.blocks}).Validate(); err != nil {
-		return fail("%v", err)
+		return nil, agent.Usagef("%v", err)
 	}
-
-	life := newLifecycle(l.duration)
-	defer life.Close()
-	out, queues := o.sinks.queued(l.queueDepth, false, life.stop)
-	c, err := afpacket.New(cfg, out)
-	if err != nil {
-		out.Close()
-		return fail("%v", err)
-	}
-	var pending []func(func(*flow.Record))
-	if o.sinks.st != nil {
-		pending = append(pending, o.sinks.st.Pending) // evicted, not yet written out
-	}
-	srv, code := o.serveMetrics(stderr, []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), c.Collector(queues...)},
-		metrics.Route{Pattern: "GET /flows/live", Handler: c.FlowsHandler(pending...)})
-	if code != exitOK {
-		out.Close()
-		return code
-	}
-	if srv != nil {
-		defer srv.Close()
-	}
-	ctx, cancel := context.WithCancel(life.ctx)
-	defer cancel()
-	var views sync.WaitGroup
-	if o.sinks.output == "table" && l.interval > 0 {
-		views.Add(1)
-		go func() { defer views.Done(); liveViews(ctx, c, o.sinks.top, l.interval, stdout_) }()
-	}
-	if l.cpuProfile != "" {
-		f, err := os.Create(l.cpuProfile)
+	return func() (agent.Producer, error) {
+		c, err := afpacket.New(cfg)
 		if err != nil {
-			return fail("--cpuprofile: %v", err)
+			return nil, agent.Usagef("%v", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fail("--cpuprofile: %v", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	runErr := c.Run(ctx)
-	cancel()
-	views.Wait()
-	closeErr := out.Close()
-	st := c.Stats()
-	if o.stats {
-		printLiveStats(stderr, &st, queues)
-		o.sinks.printStats(stderr)
-	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "weir capture: %v\n", runErr)
-		if errors.Is(runErr, syscall.EPERM) || errors.Is(runErr, syscall.EACCES) {
-			fmt.Fprintf(stderr, "weir capture: live capture needs root or the capabilities CAP_NET_RAW and CAP_NET_ADMIN:\n"+
-				"  run it with sudo, or once: sudo setcap cap_net_raw,cap_net_admin=eip %s\n", os.Args[0])
-		}
-		return exitFailure
-	}
-	if closeErr != nil {
-		fmt.Fprintf(stderr, "weir capture: %v\n", closeErr)
-		return exitFailure
-	}
-	return exitOK
+		return c, nil
+	}, nil
 }
 
-// liveViews prints the top live flows every interval until ctx ends.
-func liveViews(ctx context.Context, c *afpacket.Capture, top int, every time.Duration, w io.Writer) {
-	if top <= 0 {
-		top = 20
+// producer turns a constructor's result into the agent's.
+func producer[P agent.Producer](p P, err error) (agent.Producer, error) {
+	if err != nil {
+		return nil, err
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			tctx, cancel := context.WithTimeout(ctx, every)
-			recs, err := c.Top(tctx, top)
-			cancel()
-			if err != nil {
-				continue
-			}
-			st := c.Stats()
-			var pkts, drops uint64
-			open := 0
-			for _, f := range st.Ifaces {
-				pkts += f.Packets
-				drops += f.Kernel.Drops
-				if f.Open {
-					open++
-				}
-			}
-			title := fmt.Sprintf("%s  %s flows live on %d interfaces; %s packets, %s kernel drops since start",
-				now.UTC().Format(time.RFC3339), format.Count(uint64(st.Flows)), open, format.Count(pkts), format.Count(drops))
-			_ = format.WriteFlows(w, title, recs)
-		}
-	}
+	return p, nil
 }
 
-// printLiveStats prints a live capture's counters.
-func printLiveStats(w io.Writer, st *afpacket.Stats, queues []*sink.Queue) {
-	n := format.Count
-	fmt.Fprintf(w, "interfaces  %d opened, %d released, %d failed to open\n", st.Opened, st.Released, st.OpenFails)
-	for _, f := range st.Ifaces {
-		fmt.Fprintf(w, "  %-15s %s packets, %s; kernel: %s received, %s dropped, %s ring freezes\n",
-			termsafe.String(f.Name), n(f.Packets), format.Bytes(f.Bytes), n(f.Kernel.Packets), n(f.Kernel.Drops), n(f.Kernel.FreezeQueue))
+// logf returns a printf to stderr as weir cmd.
+func logf(stderr io.Writer, cmd string) func(string, ...any) {
+	return func(format string, args ...any) {
+		fmt.Fprintf(stderr, "weir "+cmd+": "+format+"\n", args...)
 	}
-	printCounters(w, &st.Decoder, &st.Table, st.Records)
-	fmt.Fprintf(w, "duplicates  %s (copies of packets already counted at another interface)\n", n(st.Table.Duplicates))
-	printQueueStats(w, queues)
-	fmt.Fprintf(w, "memory      %d workers, tables %s for %s flows; max RSS %s\n",
-		st.Workers, format.Bytes(uint64(st.TableMem)), n(uint64(st.TableCap)), format.Bytes(maxRSS()))
 }

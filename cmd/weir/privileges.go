@@ -170,19 +170,6 @@ func inGroup(gid uint32) bool {
 	return false
 }
 
-// needs are the files a running capture or collector still touches: the
-// store's directory and the --enrich file it reloads.
-func (o *sinkOpts) needs() []fileNeed {
-	var f []fileNeed
-	if o.st != nil {
-		f = append(f, fileNeed{path: o.store.dir, dir: true})
-	}
-	if o.enrich.path != "" && o.enrich.reload > 0 {
-		f = append(f, fileNeed{path: o.enrich.path})
-	}
-	return f
-}
-
 // kernelAtLeast reports whether the running kernel is at least major.minor.
 func kernelAtLeast(major, minor int) bool {
 	var u syscall.Utsname

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"github.com/weir-dev/weir/internal/format"
+	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -68,7 +67,7 @@ func (b *bytesFlag) Set(v string) error {
 	return err
 }
 
-// storeOpts are capture's store flags.
+// storeOpts are the store flags of capture and collect.
 type storeOpts struct {
 	dir       string
 	retention durationFlag
@@ -76,13 +75,14 @@ type storeOpts struct {
 	writeout  time.Duration
 	precision time.Duration
 	mode      string
-	// log receives the store's messages as they happen (damage, write
-	// errors, dropped records), one line each; nil means os.Stderr.
-	log io.Writer
+	log       io.Writer // the store's messages, one line each
+	fs        *flag.FlagSet
 }
 
 func (o *storeOpts) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data)")
+	o.fs = fs
+	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data; "+
+		"--read and --synthetic write only to a --data-dir given)")
 	fs.Var(&o.retention, "retention", "delete stored blocks whose records all ended longer ago than this `age` (30d, 12h; 0 keeps everything)")
 	fs.Var(&o.maxSize, "max-size", "delete the oldest stored blocks while the store takes more disk than this `size` (20GiB; 0: no limit)")
 	fs.DurationVar(&o.writeout, "writeout", store.DefaultWriteout, "write buffered records to the store this often (and at exit)")
@@ -90,17 +90,19 @@ func (o *storeOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.mode, "store-mode", "private", "who may read the store's files: private (directories 0700, files 0600) or group (0750, 0640: for 'weir query' as members of the data directory's group); the umask applies too")
 }
 
-// open opens the store, or returns nil when disabled. A directory held by
-// another writer is a run failure with a hint.
-func (o *storeOpts) open() (*store.Store, error) {
+// given reports whether --data-dir was given.
+func (o *storeOpts) given() bool { return isSet(o.fs, "data-dir") }
+
+// config is the store's configuration, nil when it is off.
+func (o *storeOpts) config() (*store.Config, error) {
 	if o.dir == "off" || o.dir == "" {
 		return nil, nil
 	}
 	if o.writeout <= 0 {
-		return nil, errUsage("--writeout must be positive")
+		return nil, agent.Usagef("--writeout must be positive")
 	}
 	if o.precision <= 0 || o.precision > time.Hour {
-		return nil, errUsage("--time-precision must be within 1ns..1h")
+		return nil, agent.Usagef("--time-precision must be within 1ns..1h")
 	}
 	var mode store.Mode
 	switch o.mode {
@@ -108,51 +110,10 @@ func (o *storeOpts) open() (*store.Store, error) {
 	case "group":
 		mode = store.ModeGroup
 	default:
-		return nil, errUsage(fmt.Sprintf("--store-mode %q: use private or group", o.mode))
+		return nil, agent.Usagef("--store-mode %q: use private or group", o.mode)
 	}
 	log := o.log
-	if log == nil {
-		log = os.Stderr
-	}
-	s, err := store.Open(store.Config{Dir: o.dir, Writeout: o.writeout, Mode: mode,
+	return &store.Config{Dir: o.dir, Writeout: o.writeout, Mode: mode,
 		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize), TimePrecision: o.precision,
-		Log: func(msg string) { fmt.Fprintf(log, "store: %s\n", msg) }})
-	if errors.Is(err, store.ErrLocked) {
-		return nil, fmt.Errorf("--data-dir %s: another weir capture is writing there; give this one another --data-dir, or 'off'", o.dir)
-	}
-	return s, err
-}
-
-// errUsage marks a command-line mistake (exit 2) among run errors (exit 1).
-type errUsage string
-
-func (e errUsage) Error() string { return string(e) }
-
-// printStoreStats says what went to the store, at exit (its problems were
-// said as they happened): what it wrote, what it dropped (full buffer
-// while writes failed, or given up on at Close), failed writes by reason,
-// and the records still buffered when weir stopped waiting for it (a
-// signal's grace ended before the store's Close did): lost at exit.
-func printStoreStats(w io.Writer, s *store.Store, dir string) {
-	st := s.Stats()
-	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d damaged indexes rebuilt, %d records dropped",
-		st.RowsWritten, st.BlocksWritten, format.Bytes(uint64(st.BytesWritten)), dir, format.Bytes(uint64(st.BytesOnDisk)),
-		st.CorruptBlocks, st.CorruptIndexes, st.DroppedRows)
-	if lost := st.PendingRows; lost > 0 && !st.Abandoned { // abandoned: already in DroppedRows
-		fmt.Fprintf(w, ", %d records still buffered at exit (lost)", lost)
-	}
-	var errs int64
-	for _, n := range st.WriteErrors {
-		errs += n
-	}
-	fmt.Fprintf(w, ", %d failed writes", errs)
-	for _, r := range store.WriteErrorReasons {
-		if n := st.WriteErrors[r]; n > 0 {
-			fmt.Fprintf(w, " (%s %d)", r, n)
-		}
-	}
-	if st.PrunedBlocks > 0 {
-		fmt.Fprintf(w, "; retention deleted %d blocks (%d records)", st.PrunedBlocks, st.PrunedRows)
-	}
-	fmt.Fprintln(w)
+		Log: func(msg string) { fmt.Fprintf(log, "store: %s\n", msg) }}, nil
 }

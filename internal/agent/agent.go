@@ -19,6 +19,15 @@ import (
 	"github.com/weir-dev/weir/internal/source"
 )
 
+// Producer is what the agent runs (source.Producer).
+type Producer = source.Producer
+
+// All runs several producers as one (source.All).
+var All = source.All
+
+// Wrap wraps a sink (tests: Sinks.WrapStore).
+type Wrap = func(sink.Sink) sink.Sink
+
 // Queue depths, in batches of queueBatch records.
 const (
 	// DefaultQueueDepth is a live producer's queue per sink: a slow sink
@@ -36,7 +45,7 @@ type Config struct {
 	// It is called after the HTTP listener is open and before any sink
 	// is, so that a producer that cannot start leaves nothing behind (no
 	// data directory, no empty table).
-	Open func() (source.Producer, error)
+	Open func() (Producer, error)
 	// Sinks are where the records go.
 	Sinks Sinks
 	// Live says the producer does not wait: each sink's queue drops (and
@@ -104,6 +113,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Sinks.Log == nil {
 		cfg.Sinks.Log = cfg.Log
 	}
+	if err := cfg.Sinks.check(); err != nil {
+		return err
+	}
+	// Signals are ours from the start: one while the producer opens (a
+	// pipe, a large synthetic run) ends its run at once, still flushed.
+	life := newLifecycle(ctx, cfg.Duration)
+	defer life.Close()
 	ln, err := cfg.HTTP.listen()
 	if err != nil {
 		return err
@@ -119,8 +135,6 @@ func Run(ctx context.Context, cfg Config) error {
 		closeListener(ln)
 		return err
 	}
-	life := newLifecycle(ctx, cfg.Duration)
-	defer life.Close()
 	out, queues := cfg.fanOut(sinks, life.stop)
 	if ln != nil {
 		srv, err := serveMetrics(ln, p, sinks, queues, cfg.Sinks.Enrich)
@@ -197,7 +211,7 @@ func serveMetrics(ln *listener, p source.Producer, o *opened, queues []*sink.Que
 		cols = append(cols, out.Collector)
 	}
 	if e != nil {
-		cols = append(cols, e.Enricher.Collector())
+		cols = append(cols, e.Watched.E.Collector())
 	}
 	for _, c := range cols {
 		if c == nil {

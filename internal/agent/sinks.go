@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 	"github.com/weir-dev/weir/internal/sink/kafka"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -76,21 +76,28 @@ type opened struct {
 	fmt   *formatSink // the stdout format, nil for none
 }
 
+// check finds the mistakes in s that need nothing opened.
+func (s *Sinks) check() error {
+	switch s.Format {
+	case "table", "json", "none", "":
+	default:
+		return usagef("unknown --output %q: use table, json or none", s.Format)
+	}
+	if s.PEN > math.MaxUint32 || s.PEN == ipfix.ReversePEN {
+		return usagef("--ipfix-pen %d: want a Private Enterprise Number below 2^32, not RFC 5103's %d", s.PEN, ipfix.ReversePEN)
+	}
+	return nil
+}
+
 // open opens every sink; on an error it closes those it opened. Mistakes
 // in the configuration are ErrUsage.
 func (s *Sinks) open() (*opened, error) {
 	o := &opened{}
 	switch s.Format {
 	case "table":
-		o.fmt = &formatSink{Sink: stdout.NewTable(s.Stdout, s.Top)}
+		o.fmt = &formatSink{Sink: format.NewTable(s.Stdout, s.Top)}
 	case "json":
-		o.fmt = &formatSink{Sink: stdout.NewJSON(s.Stdout)}
-	case "none", "":
-	default:
-		return nil, usagef("unknown --output %q: use table, json or none", s.Format)
-	}
-	if s.PEN > math.MaxUint32 || s.PEN == ipfix.ReversePEN {
-		return nil, usagef("--ipfix-pen %d: want a Private Enterprise Number below 2^32, not RFC 5103's %d", s.PEN, ipfix.ReversePEN)
+		o.fmt = &formatSink{Sink: format.NewJSON(s.Stdout)}
 	}
 	exports, err := s.openExporters()
 	if err != nil {

@@ -6,17 +6,17 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 	"github.com/weir-dev/weir/internal/sink/kafka"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
 // writeQueueStats writes each sink queue's counters (--stats): the one
 // place the "sink queue" lines come from.
 func writeQueueStats(w io.Writer, queues []*sink.Queue) {
-	n := stdout.Count
+	n := format.Count
 	for _, q := range queues {
 		qs := q.Stats()
 		fmt.Fprintf(w, "sink queue  %s: %s records written, %s dropped", q.Name(), n(qs.Written), n(qs.Dropped))
@@ -35,7 +35,7 @@ func writeQueueStats(w io.Writer, queues []*sink.Queue) {
 func writeStoreStats(w io.Writer, s *store.Store, dir string) {
 	st := s.Stats()
 	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped",
-		st.RowsWritten, st.BlocksWritten, stdout.Bytes(uint64(st.BytesWritten)), dir, stdout.Bytes(uint64(st.BytesOnDisk)),
+		st.RowsWritten, st.BlocksWritten, format.Bytes(uint64(st.BytesWritten)), dir, format.Bytes(uint64(st.BytesOnDisk)),
 		st.CorruptBlocks, st.DroppedRows)
 	var errs int64
 	for _, n := range st.WriteErrors {
@@ -59,7 +59,7 @@ func writeStoreStats(w io.Writer, s *store.Store, dir string) {
 func writeIPFIXStats(w io.Writer, x *ipfixsink.Exporter) {
 	st := x.Stats()
 	fmt.Fprintf(w, "export: %d records in %d IPFIX messages (%s) to %s; %d records undelivered",
-		st.Records, st.Messages, stdout.Bytes(st.Bytes), x.URL(), st.DroppedRecords)
+		st.Records, st.Messages, format.Bytes(st.Bytes), x.URL(), st.DroppedRecords)
 	sep := " ("
 	for _, r := range x.Reasons() {
 		if n := st.Undelivered[r]; n > 0 {
@@ -81,7 +81,7 @@ func writeIPFIXStats(w io.Writer, x *ipfixsink.Exporter) {
 func writeKafkaStats(w io.Writer, k *kafka.Sink) {
 	st := k.Stats()
 	fmt.Fprintf(w, "export: %d records to %s: %d acknowledged (%s), %d buffered; dropped:",
-		st.Records, k.URL(), st.Produced, stdout.Bytes(st.Bytes), st.Buffered)
+		st.Records, k.URL(), st.Produced, format.Bytes(st.Bytes), st.Buffered)
 	for r, n := range st.Dropped {
 		fmt.Fprintf(w, " %s %d", kafka.DropReason(r), n)
 	}

@@ -16,6 +16,10 @@ import (
 	"github.com/weir-dev/weir/internal/source"
 )
 
+// TableConfig is the flow table's configuration (flow.Config), for the
+// commands that set up a meter, a live capture or the eBPF source.
+type TableConfig = flow.Config
+
 // Config sets up a Meter.
 type Config struct {
 	Table   flow.Config

@@ -269,6 +269,13 @@ func (c *Collector) closeAll() {
 	}
 }
 
+// Close closes the sockets (Run closes them too; closing again is
+// harmless).
+func (c *Collector) Close() error {
+	c.closeAll()
+	return nil
+}
+
 // Run receives until ctx is done, writing records to out (safe for
 // concurrent use: a sink.Queue is), then closes the sockets and every
 // connection (handshakes and reads in progress end with them), hands the
