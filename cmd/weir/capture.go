@@ -221,7 +221,7 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 	if l.duration < 0 || l.interval < 0 || l.queueDepth < 1 {
 		return cfg, agent.Usagef("--duration and --interval must not be negative, --queue-depth at least 1")
 	}
-	cfg.Live, cfg.QueueDepth, cfg.Duration, cfg.HTTP = true, l.queueDepth, l.duration, l.http.HTTP
+	cfg.Live, cfg.QueueDepth, cfg.Duration, cfg.HTTP, cfg.API = true, l.queueDepth, l.duration, l.http.HTTP, l.http.api
 	if m&(mConntrack|mNFLOG) != 0 {
 		cfg.Open, cfg.Ready, err = o.conntrack(stderr)
 		return cfg, err

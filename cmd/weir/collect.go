@@ -133,7 +133,7 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 		return agent.Config{}, err
 	}
 	files := o.sinks.needs(&sinks)
-	cfg := agent.Config{Sinks: sinks, Log: stderr, Live: true, QueueDepth: o.queueDepth, Duration: o.duration, HTTP: o.http.HTTP,
+	cfg := agent.Config{Sinks: sinks, Log: stderr, Live: true, QueueDepth: o.queueDepth, Duration: o.duration, HTTP: o.http.HTTP, API: o.http.api,
 		Open: func() (agent.Producer, error) {
 			c, err := ipfixrecv.New(ccfg)
 			if errors.Is(err, ipfixrecv.ErrListen) {

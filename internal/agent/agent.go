@@ -59,6 +59,9 @@ type Config struct {
 	Duration time.Duration
 	// HTTP is the metrics listener.
 	HTTP HTTP
+	// API serves queries over the store and the live flows while the
+	// agent runs (with HTTP's token and TLS).
+	API API
 	// Stats receives the counters at exit (--stats); nil: none.
 	Stats io.Writer
 	// Log receives messages (nil: os.Stderr).
@@ -124,6 +127,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	apiLn, err := cfg.listenAPI()
+	if err != nil {
+		closeListener(ln)
+		return err
+	}
+	defer apiLn.close()
 	p, err := cfg.Open()
 	if err != nil {
 		closeListener(ln)
@@ -135,9 +144,16 @@ func Run(ctx context.Context, cfg Config) error {
 		closeListener(ln)
 		return err
 	}
+	if apiLn != nil {
+		if err := apiLn.serve(sinks, p, cfg.API.Version); err != nil {
+			closeListener(ln)
+			sinks.close()
+			return err
+		}
+	}
 	out, queues := cfg.fanOut(sinks, life.stop)
 	if ln != nil {
-		srv, err := serveMetrics(ln, p, sinks, queues, cfg.Sinks.Enrich)
+		srv, err := serveMetrics(ln, p, sinks, queues, cfg.Sinks.Enrich, apiLn.collector())
 		if err != nil {
 			closeListener(ln)
 			out.Close()
@@ -149,6 +165,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Ready()
 	}
 	runErr := p.Run(life.ctx, out)
+	apiLn.close() // no query of a store being closed
 	if runErr != nil && sinks.fmt != nil {
 		sinks.fmt.failed.Store(true)
 	}
@@ -204,9 +221,9 @@ func (cfg *Config) fanOut(o *opened, stop <-chan struct{}) (sink.Sink, []*sink.Q
 
 // serveMetrics registers every collector and serves them, with the
 // producer's routes.
-func serveMetrics(ln *listener, p source.Producer, o *opened, queues []*sink.Queue, e *Enrich) (*metrics.Server, error) {
+func serveMetrics(ln *listener, p source.Producer, o *opened, queues []*sink.Queue, e *Enrich, apiCol metrics.Collector) (*metrics.Server, error) {
 	reg := metrics.NewRegistry()
-	cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), p.Collector(), sink.QueueCollector(queues...)}
+	cols := []metrics.Collector{metrics.NewGoCollector(), metrics.NewProcessCollector(), p.Collector(), sink.QueueCollector(queues...), apiCol}
 	for _, out := range o.outs {
 		cols = append(cols, out.Collector)
 	}
