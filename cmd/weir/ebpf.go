@@ -81,7 +81,7 @@ func (o *captureOpts) ebpf(fs *flag.FlagSet, sel *netdev.Selector, stderr io.Wri
 func (o *captureOpts) ebpfKeep() caps.Set {
 	e := &o.live.ebpf
 	var k caps.Set
-	if !kernelAtLeast(6, 6) || e.attach == "tc" {
+	if !caps.KernelAtLeast(6, 6) || e.attach == "tc" {
 		k |= caps.Of(caps.BPF, caps.NetAdmin)
 		if e.drops {
 			k |= caps.Of(caps.Perfmon)
