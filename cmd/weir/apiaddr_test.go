@@ -4,7 +4,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -32,7 +34,7 @@ func TestCollectAPIAddr(t *testing.T) {
 	udp, api := free("udp"), free("tcp")
 	done := make(chan string, 1)
 	go func() {
-		_, _, errs := runCLI("collect", "--listen", "udp://"+udp, "--duration", "8s", "--metrics-addr", "off", "-o", "none",
+		_, _, errs := runCLI("collect", "--listen", "udp://"+udp, "--duration", "2m", "--metrics-addr", "off", "-o", "none",
 			"--data-dir", t.TempDir(), "--writeout", "100ms", "--api-addr", api)
 		done <- errs
 	}()
@@ -45,7 +47,7 @@ func TestCollectAPIAddr(t *testing.T) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(7 * time.Second)
+	deadline := time.Now().Add(60 * time.Second) // generous: a loaded CI machine, -race
 	for code, _ := get("/readyz"); code != 200; code, _ = get("/readyz") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the API never answered:\n%s", <-done)
@@ -61,6 +63,10 @@ func TestCollectAPIAddr(t *testing.T) {
 			t.Fatalf("the collected records never showed in the API: %d %s\n%s", code, body, <-done)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The agent holds SIGTERM from its start: it ends the collection.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
 	if errs := <-done; !strings.Contains(errs, "listening on udp") {
 		t.Errorf("collect said:\n%s", errs)
