@@ -31,22 +31,26 @@ func writeQueueStats(w io.Writer, queues []*sink.Queue) {
 }
 
 // writeStoreStats says what went to the store, at exit (its problems were
-// said as they happened).
+// said as they happened): what it wrote, what it dropped (full buffer
+// while writes failed, or given up on at Close), failed writes by reason,
+// and the records still buffered when weir stopped waiting for it (a
+// signal's grace ended before the store's Close did): lost at exit.
 func writeStoreStats(w io.Writer, s *store.Store, dir string) {
 	st := s.Stats()
-	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d records dropped",
+	fmt.Fprintf(w, "store: %d records in %d blocks (%s) written to %s; %s on disk; %d corrupt blocks skipped, %d damaged indexes rebuilt, %d records dropped",
 		st.RowsWritten, st.BlocksWritten, format.Bytes(uint64(st.BytesWritten)), dir, format.Bytes(uint64(st.BytesOnDisk)),
-		st.CorruptBlocks, st.DroppedRows)
+		st.CorruptBlocks, st.CorruptIndexes, st.DroppedRows)
+	if lost := st.PendingRows; lost > 0 && !st.Abandoned { // abandoned: already in DroppedRows
+		fmt.Fprintf(w, ", %d records still buffered at exit (lost)", lost)
+	}
 	var errs int64
 	for _, n := range st.WriteErrors {
 		errs += n
 	}
-	if errs > 0 {
-		fmt.Fprintf(w, ", %d failed writes", errs)
-		for _, r := range store.WriteErrorReasons {
-			if n := st.WriteErrors[r]; n > 0 {
-				fmt.Fprintf(w, " (%s %d)", r, n)
-			}
+	fmt.Fprintf(w, ", %d failed writes", errs)
+	for _, r := range store.WriteErrorReasons {
+		if n := st.WriteErrors[r]; n > 0 {
+			fmt.Fprintf(w, " (%s %d)", r, n)
 		}
 	}
 	if st.PrunedBlocks > 0 {
