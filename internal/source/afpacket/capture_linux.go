@@ -394,8 +394,8 @@ func (c *Capture) Stats() Stats {
 			s.Bytes += v[1]
 		}
 		w.mu.Unlock()
-		st.TableCap += w.table.Cap()
-		st.TableMem += w.table.MemoryBytes()
+		st.TableCap += w.shard.TableCap()
+		st.TableMem += w.shard.TableMemory()
 	}
 	c.mu.Lock()
 	closing := c.settle()
