@@ -44,12 +44,13 @@ type Shard struct {
 	table  *flow.Table
 	ifaces flow.Ifaces
 	out    sink.Sink
-	recs   []flow.Record // evicted records waiting for the sink
-	pkts   []flow.Packet // decoded packets waiting for one UpdateBatch
+	recs   []flow.Record             // evicted records waiting for the sink
+	pkts   *[packetBatch]flow.Packet // decoded packets waiting for one UpdateBatch: pkts[:n]
+	n      int
 	decap  bool
 	tick   int64 // PacketTick in ns; 0: no packet clock
 	next   int64 // packet time of the next expiry (packet clock)
-	last   int64 // latest packet time seen
+	last   int64 // latest packet time taken (packet clock)
 	nrecs  uint64
 	errs   []error
 }
@@ -57,6 +58,10 @@ type Shard struct {
 // packetBatch is how many decoded packets go to the table at once: enough
 // for UpdateBatch's prefetch distance to pay off, few enough to stay in L1.
 const packetBatch = 64
+
+// Take indexes the batch with a mask: packetBatch must be a power of two
+// (this fails to compile otherwise).
+var _ [0]struct{} = [packetBatch & (packetBatch - 1)]struct{}{}
 
 // maxSinkErrs bounds the sink errors a shard keeps (the sink counts all).
 const maxSinkErrs = 8
@@ -67,7 +72,7 @@ func NewShard(cfg ShardConfig, out sink.Sink) (*Shard, error) {
 		cfg.Batch = 1024
 	}
 	s := &Shard{out: out, recs: make([]flow.Record, 0, cfg.Batch),
-		pkts:  make([]flow.Packet, 0, packetBatch),
+		pkts:  new([packetBatch]flow.Packet),
 		decap: cfg.Decoder.Decap != 0,
 		tick:  max(int64(cfg.PacketTick), 0),
 	}
@@ -112,8 +117,7 @@ func (s *Shard) Flush() {
 // poll a clock do so then). A frame that does not decode is dropped (the
 // decoder counts why). f.Data is not kept.
 func (s *Shard) Take(f *source.Frame, iface uint16) (applied bool) {
-	pkts := s.pkts[:len(s.pkts)+1]
-	p := &pkts[len(pkts)-1]
+	p := &s.pkts[s.n&(packetBatch-1)] // n < packetBatch always; the mask spares a bounds check
 	p.Time, p.Iface = f.Time, iface
 	if !s.dec.Decode(f.Link, f.Data, f.WireLen, p) {
 		return false
@@ -128,34 +132,43 @@ func (s *Shard) Take(f *source.Frame, iface uint16) (applied bool) {
 			p.Iface = s.ifaces.IndexTunnel(iface, &p.Key, &o.SrcAddr, &o.DstAddr, o.IPVersion)
 		}
 	}
-	if p.Time > s.last {
-		s.last = p.Time
+	s.n++
+	if s.tick != 0 { // packet clock (replay)
+		if p.Time > s.last {
+			s.last = p.Time
+		}
+		if p.Time >= s.next {
+			s.tickAt(p)
+		}
 	}
-	s.pkts = pkts
-	if s.tick != 0 && p.Time >= s.next {
-		// Expire sees time move before this packet is counted: apply the
-		// batch without it, expire, then keep it as the first of the next.
-		now := p.Time
-		first := *p
-		s.pkts = pkts[:len(pkts)-1]
-		s.Apply()
-		s.table.Expire(now)
-		s.next = now + s.tick
-		s.pkts = append(s.pkts, first)
-	}
-	if len(s.pkts) == cap(s.pkts) {
+	if s.n == packetBatch {
 		s.Apply()
 		return true
 	}
 	return false
 }
 
+// tickAt expires the table by the time of p, the packet just taken, which
+// reached the packet clock's next tick. Expire must see time move before p
+// is counted: the batch goes to the table without p, then p becomes the
+// first packet of the next batch.
+func (s *Shard) tickAt(p *flow.Packet) {
+	now := p.Time
+	first := *p
+	s.n--
+	s.Apply()
+	s.table.Expire(now)
+	s.next = now + s.tick
+	s.pkts[0] = first
+	s.n = 1
+}
+
 // Apply hands the packets taken so far to the table: UpdateBatch
 // prefetches the slots of packets ahead, so a big table's misses overlap.
 func (s *Shard) Apply() {
-	if len(s.pkts) != 0 {
-		s.table.UpdateBatch(s.pkts)
-		s.pkts = s.pkts[:0]
+	if s.n != 0 {
+		s.table.UpdateBatch(s.pkts[:s.n])
+		s.n = 0
 	}
 }
 
@@ -166,7 +179,8 @@ func (s *Shard) Expire(now int64) {
 	s.table.Expire(now)
 }
 
-// LastTime returns the latest packet time taken (Unix ns), 0 before any.
+// LastTime returns the latest packet time taken (Unix ns) by a shard with
+// a packet clock (PacketTick), 0 before any or without one.
 func (s *Shard) LastTime() int64 { return s.last }
 
 // Finish applies the packets taken so far, expires by time now (Unix ns;
