@@ -35,16 +35,6 @@ func (r EndReason) String() string {
 	return fmt.Sprintf("reason(%d)", uint8(r))
 }
 
-// ParseEndReason is the inverse of EndReason.String.
-func ParseEndReason(s string) (EndReason, error) {
-	for i, n := range reasonNames {
-		if n == s {
-			return EndReason(i), nil
-		}
-	}
-	return ReasonNone, fmt.Errorf("flow: unknown end reason %q", s)
-}
-
 // Packet is one observed packet's contribution to a flow. Sources set Time
 // and Iface; the decoder fills the rest.
 type Packet struct {

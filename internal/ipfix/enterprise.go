@@ -66,9 +66,6 @@ var entStringIDs = [entStrings]uint16{EntSrcWorkloadName, EntSrcWorkloadNamespac
 	EntDstWorkloadName, EntDstWorkloadNamespace, EntDstNodeName, EntServiceName, EntServiceBackends,
 	EntServiceGroup, EntRuleName}
 
-// entFixedLen is the length of the block's integers.
-const entFixedLen = 1 + 4 + 2
-
 // entFixedFields are the block's integers, before interfaceName.
 func entFixedFields(pen uint32) []Field {
 	return []Field{

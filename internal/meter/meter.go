@@ -1,6 +1,8 @@
-// Package meter runs weir's meter for one packet source: frames are
-// decoded into flow.Packets, aggregated in one flow table owned by the
-// calling goroutine, and the evicted records are handed to sinks in batches.
+// Package meter is weir's meter: frames are decoded into flow.Packets,
+// aggregated in a flow table owned by one goroutine, and the evicted
+// records are handed to sinks in batches. A Shard is that core; Meter runs
+// one over a packet source to its end (replay), and every live capture
+// worker (internal/source/afpacket) drives one of its own.
 package meter
 
 import (
@@ -44,18 +46,11 @@ type Stats struct {
 	TunnelOverflow uint64
 }
 
-// Meter is a decoder and a flow table fed by one source.
-// It is not safe for concurrent use.
+// Meter is a Shard fed by one source until it ends (replay), expiring
+// flows by packet time. It is not safe for concurrent use.
 type Meter struct {
-	cfg    Config
-	dec    *packet.Decoder
-	table  *flow.Table
-	ifaces flow.Ifaces
-	out    sink.Sink
-	batch  []flow.Record
-	pkts   []flow.Packet // decoded packets waiting for one UpdateBatch
-	stats  Stats
-	errs   []error
+	shard *Shard
+	stats Stats
 }
 
 // New builds a meter that writes records to out.
@@ -63,43 +58,12 @@ func New(cfg Config, out sink.Sink) (*Meter, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = 1024
-	}
-	p := &Meter{cfg: cfg, out: out, batch: make([]flow.Record, 0, cfg.Batch),
-		pkts: make([]flow.Packet, 0, packetBatch)}
-	cfg.Table.Ifaces = &p.ifaces
-	t, err := flow.NewTable(cfg.Table, p.emit)
+	s, err := NewShard(ShardConfig{Table: cfg.Table, Decoder: cfg.Decoder, Batch: cfg.Batch, PacketTick: cfg.Tick}, out)
 	if err != nil {
 		return nil, err
 	}
-	p.table = t
-	p.dec = packet.NewDecoder(cfg.Decoder)
-	return p, nil
+	return &Meter{shard: s}, nil
 }
-
-// emit copies one evicted record into the batch; the table reuses r.
-func (p *Meter) emit(r *flow.Record) {
-	p.batch = append(p.batch, *r)
-	if len(p.batch) == cap(p.batch) {
-		p.flush()
-	}
-}
-
-func (p *Meter) flush() {
-	if len(p.batch) == 0 {
-		return
-	}
-	p.stats.Records += uint64(len(p.batch))
-	if err := p.out.Write(p.batch); err != nil && len(p.errs) < 8 {
-		p.errs = append(p.errs, err)
-	}
-	p.batch = p.batch[:0]
-}
-
-// packetBatch is how many decoded packets go to the table at once: enough
-// for UpdateBatch's prefetch distance to pay off, few enough to stay in L1.
-const packetBatch = 64
 
 // checkEvery is how many frames pass between looks at the stop flag.
 const checkEvery = 4096
@@ -123,22 +87,12 @@ func (p *Meter) Run(ctx context.Context, src source.PacketSource) (Stats, error)
 	var (
 		f        source.Frame
 		lastName string
-		lastIdx  uint16
-		nextTick int64
-		lastTime int64
 		srcErr   error
 		reason   = flow.ReasonEOF
-		tick     = int64(p.cfg.Tick)
-		pkts     = p.pkts[:0]
-		decap    = p.cfg.Decoder.Decap != 0
+		sh       = p.shard
+		ifaces   = sh.Ifaces()
+		lastIdx  = ifaces.Index("")
 	)
-	// apply hands the decoded batch to the table: UpdateBatch prefetches
-	// the slots of packets ahead, so a big table's cache misses overlap.
-	apply := func() {
-		p.table.UpdateBatch(pkts)
-		pkts = pkts[:0]
-	}
-	lastIdx = p.ifaces.Index("")
 	for n := 0; ; n++ {
 		if n%checkEvery == 0 && stop.Load() {
 			reason = flow.ReasonShutdown
@@ -156,58 +110,28 @@ func (p *Meter) Run(ctx context.Context, src source.PacketSource) (Stats, error)
 		}
 		p.stats.Frames++
 		if f.Iface != lastName { // interface names are interned by sources: usually one compare
-			lastName, lastIdx = f.Iface, p.ifaces.Index(f.Iface)
+			lastName, lastIdx = f.Iface, ifaces.Index(f.Iface)
 		}
-		pkts = pkts[:len(pkts)+1] // decode straight into the batch: no copy
-		pkt := &pkts[len(pkts)-1]
-		pkt.Time, pkt.Iface = f.Time, lastIdx
-		if !p.dec.Decode(f.Link, f.Data, f.WireLen, pkt) {
-			pkts = pkts[:len(pkts)-1]
-			continue
-		}
-		if decap {
-			if o := p.dec.Outer(); o != nil { // keyed by the packet inside a tunnel: keep the endpoints
-				pkt.Iface = p.ifaces.IndexTunnel(lastIdx, &pkt.Key, &o.SrcAddr, &o.DstAddr, o.IPVersion)
-			}
-		}
-		if pkt.Time > lastTime {
-			lastTime = pkt.Time
-		}
-		if pkt.Time >= nextTick {
-			// Expire sees time move before this packet is counted: apply
-			// the batch without it, expire, then keep it as the first of
-			// the next batch.
-			last := *pkt
-			pkts = pkts[:len(pkts)-1]
-			apply()
-			p.table.Expire(pkt.Time)
-			nextTick = pkt.Time + tick
-			pkts = append(pkts, last)
-		}
-		if len(pkts) == cap(pkts) {
-			apply()
-		}
+		sh.Take(&f, lastIdx)
 	}
-	apply()
-	if lastTime != 0 {
-		// Flows already idle or ended by the last packet's time leave with
-		// that reason, not with eof/shutdown.
-		p.table.Expire(lastTime)
-	}
-	p.table.Flush(reason)
-	p.flush()
-	p.stats.Decoder = *p.dec.Stats()
-	p.stats.Table = p.table.Stats()
-	p.stats.TunnelOverflow = p.ifaces.TunnelOverflow()
+	// Flows already idle or ended by the last packet's time leave with
+	// that reason, not with eof/shutdown.
+	sh.Finish(sh.LastTime(), reason)
+	st := sh.Stats()
+	p.stats.Decoder = st.Decoder
+	p.stats.Table = st.Table
+	p.stats.Records = st.Records
+	p.stats.TunnelOverflow = st.TunnelOverflow
 	p.stats.Elapsed = time.Since(start)
+	errs := sh.Errs()
 	if srcErr != nil {
-		p.errs = append([]error{&inputError{srcErr}}, p.errs...)
+		errs = append([]error{&inputError{srcErr}}, errs...)
 	}
-	return p.stats, errors.Join(p.errs...)
+	return p.stats, errors.Join(errs...)
 }
 
 // TableMemory returns the bytes preallocated for the flow table's slots.
-func (p *Meter) TableMemory() int { return p.table.MemoryBytes() }
+func (p *Meter) TableMemory() int { return p.shard.TableMemory() }
 
 // TableCap returns the number of flows the table holds at most.
-func (p *Meter) TableCap() int { return p.table.Cap() }
+func (p *Meter) TableCap() int { return p.shard.TableCap() }

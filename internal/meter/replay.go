@@ -45,7 +45,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 // Run meters the source into out until it ends or ctx is done, then
 // flushes every flow. A source's error is returned after the flush.
 func (r *Replay) Run(ctx context.Context, out sink.Sink) error {
-	r.p.out = out
+	r.p.shard.SetSink(out)
 	if s, ok := r.cfg.Source.(interface{ Stop() }); ok {
 		// A read blocked on a pipe (tcpdump -w - | weir ...) must not
 		// keep SIGTERM from flushing the flows.

@@ -1,4 +1,6 @@
-// Package nfnetlink opens the netfilter netlink sockets that weir's
-// conntrack and NFLOG sources read (NETLINK_NETFILTER), in a chosen
-// network namespace. Linux only; elsewhere it is empty.
+// Package nfnetlink is what weir's conntrack and NFLOG sources share of
+// netfilter netlink (NETLINK_NETFILTER): the wire layout of nlmsghdr,
+// nfgenmsg and nlattr, the message and attribute walkers, request headers,
+// and (Linux only) opening and reading the socket in a chosen network
+// namespace.
 package nfnetlink

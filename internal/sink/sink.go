@@ -1,6 +1,10 @@
-// Package sink defines where records go once they leave the flow table.
-// Each sink lives in a package of its own (stdout, ipfix, kafka, the
-// store) and implements Sink.
+// Package sink defines where records go once they leave the flow table:
+// the Sink interface, Multi (synchronous fan-out) and Queue (a bounded
+// queue per sink for live sources). The sinks implement Sink where they
+// live: sink/ipfix (IPFIX export), sink/kafka (Kafka, which ClickHouse
+// ingests, see internal/clickhouse), internal/store (the flow store),
+// internal/format (JSON lines and the table) and internal/enrich (a sink
+// that enriches and passes on); Func makes one of a function.
 package sink
 
 import (

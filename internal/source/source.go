@@ -17,6 +17,11 @@ type Frame struct {
 	Time    int64           // capture timestamp, Unix nanoseconds
 	Link    packet.LinkType // link-layer header type of Data
 	Iface   string          // interface name (interned by the source: no allocation per frame)
+	// VLAN is the 802.1Q tag control information the capture stripped
+	// from the frame (AF_PACKET's auxiliary data), when HasVLAN; a tag
+	// still in Data is then an inner one.
+	VLAN    uint16
+	HasVLAN bool
 }
 
 // PacketSource yields captured frames.

@@ -11,10 +11,6 @@ import (
 // service) together: one *flow.Workload per distinct workload in a
 // block, shared by its rows and by both ends.
 
-// enrichGroups are the first column ids of the three-column groups that
-// decode into one pointer column.
-var enrichGroups = [...]int{cSrcWlName, cDstWlName, cSvcName}
-
 // isLongStr reports whether column id is an enrichment string column
 // (stored as sdictl).
 func isLongStr(id int) bool { return id >= cSrcWlName && id <= cSvcGroup }

@@ -24,8 +24,6 @@ func (k Kind) String() string {
 // bitset is a set of datapath indexes of one kind.
 type bitset []uint64
 
-func (b bitset) has(i int) bool { return i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
-
 func (b *bitset) set(i int) {
 	for len(*b) <= i/64 {
 		*b = append(*b, 0)

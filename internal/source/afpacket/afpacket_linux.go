@@ -27,8 +27,6 @@ type Source struct {
 	held      bool // block cur is ours (TP_STATUS_USER) and not yet handed back
 	left      int  // frames of block cur not yet returned
 	off       int  // offset in block cur of the next frame header
-	vlanTCI   uint16
-	vlanOK    bool
 	skipOut   bool // drop PACKET_OUTGOING copies (loopback without PACKET_IGNORE_OUTGOING)
 
 	link    packet.LinkType

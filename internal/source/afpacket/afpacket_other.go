@@ -26,9 +26,6 @@ func (s *Source) Next(f *source.Frame) error { return ErrUnsupported }
 // NextTimeout returns ErrUnsupported.
 func (s *Source) NextTimeout(f *source.Frame, d time.Duration) error { return ErrUnsupported }
 
-// LastVLAN reports no VLAN.
-func (s *Source) LastVLAN() (tci uint16, ok bool) { return 0, false }
-
 // Link returns 0.
 func (s *Source) Link() packet.LinkType { return 0 }
 

@@ -74,7 +74,7 @@ func New(cfg Config) (*Capture, error) {
 func (c *Capture) Run(ctx context.Context, out sink.Sink) error {
 	c.started.Store(true)
 	for _, w := range c.workers {
-		w.out = out
+		w.shard.SetSink(out)
 	}
 	if c.cfg.Views != nil && c.cfg.ViewInterval > 0 {
 		vctx, cancel := context.WithCancel(ctx)
@@ -427,8 +427,8 @@ func (c *Capture) Stats() Stats {
 			s.Bytes += v[1]
 		}
 		w.mu.Unlock()
-		st.TableCap += w.table.Cap()
-		st.TableMem += w.table.MemoryBytes()
+		st.TableCap += w.shard.TableCap()
+		st.TableMem += w.shard.TableMemory()
 	}
 	c.mu.Lock()
 	closing := c.settle()

@@ -55,10 +55,6 @@ func (s *Source) NextTimeout(f *source.Frame, d time.Duration) error {
 	return s.next(f, max(d, 0))
 }
 
-// LastVLAN returns the VLAN TCI of the frame last returned by Next and
-// whether it had one: the kernel strips the 802.1Q tag from Data.
-func (s *Source) LastVLAN() (tci uint16, ok bool) { return s.vlanTCI, s.vlanOK }
-
 // next implements Next (wait < 0: forever) and NextTimeout.
 func (s *Source) next(f *source.Frame, wait time.Duration) error {
 	s.mu.RLock() // Close cannot unmap the ring while we walk it
@@ -171,10 +167,10 @@ func (s *Source) frame(f *source.Frame) bool {
 		return false
 	}
 	status := ne.Uint32(h[frStatus:])
-	s.vlanOK = status&unix.TP_STATUS_VLAN_VALID != 0
-	s.vlanTCI = 0
-	if s.vlanOK {
-		s.vlanTCI = uint16(ne.Uint32(h[frVlanTCI:]))
+	f.HasVLAN = status&unix.TP_STATUS_VLAN_VALID != 0
+	f.VLAN = 0
+	if f.HasVLAN {
+		f.VLAN = uint16(ne.Uint32(h[frVlanTCI:]))
 	}
 	end := start + snap
 	f.Data = blk[start:end:end] // capacity capped: an append by the caller cannot scribble on the ring

@@ -10,14 +10,10 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/meter"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/source"
 )
-
-// packetBatch is how many decoded packets go to the table at once (see
-// pipeline): UpdateBatch's prefetching overlaps the slots' cache misses.
-const packetBatch = 64
 
 // ctlKind says what a control message asks of a worker.
 type ctlKind int
@@ -37,32 +33,25 @@ type ctlMsg struct {
 
 // ring is a worker's view of one of its sockets.
 type ring struct {
-	src   *Source
-	iface uint16 // index in the worker's flow.Ifaces
+	iface uint16 // index in the worker's meter.Shard Ifaces
 	name  string
 	pkts  uint64
 	bytes uint64
 	dying int64 // Unix ns after which the ring is dropped (retire); 0 while alive
 }
 
-// worker owns a set of rings (its share of every interface), a decoder and
-// a table shard. Only its own goroutine touches them; others talk to it
-// through ctl (and Set.Wake) and read its published snapshot.
+// worker owns a set of rings (its share of every interface) and a meter
+// shard (decoder and table shard). Only its own goroutine touches them;
+// others talk to it through ctl (and Set.Wake) and read its published
+// snapshot.
 type worker struct {
-	id     int
-	cfg    *Config
-	set    *Set
-	dec    *packet.Decoder
-	table  *flow.Table
-	ifaces flow.Ifaces
-	out    sink.Sink // set by Capture.Run
-	recs   []flow.Record
-	pkts   []flow.Packet
-	rings  map[*Source]*ring
-	ctl    chan ctlMsg
-	dead   chan<- *Source // sockets whose interface failed, for the manager
-	nrecs  uint64
-	errs   []error
+	id    int
+	cfg   *Config
+	set   *Set
+	shard *meter.Shard
+	rings map[*Source]*ring
+	ctl   chan ctlMsg
+	dead  chan<- *Source // sockets whose interface failed, for the manager
 	// nextDeath is the earliest dying deadline of a retired ring, 0 if none.
 	nextDeath int64
 
@@ -85,16 +74,12 @@ func newWorker(id int, cfg *Config, dead chan<- *Source) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{id: id, cfg: cfg, set: set, dead: dead,
-		dec:   packet.NewDecoder(cfg.Decoder),
-		recs:  make([]flow.Record, 0, cfg.Batch),
-		pkts:  make([]flow.Packet, 0, packetBatch),
 		rings: map[*Source]*ring{},
 		ctl:   make(chan ctlMsg, 64),
 	}
 	w.snap.ifaces = map[string][2]uint64{}
-	tc := cfg.Table
-	tc.Ifaces = &w.ifaces
-	if w.table, err = flow.NewTable(tc, w.emit); err != nil {
+	// No packet clock: run expires by the wall clock, less expireLag.
+	if w.shard, err = meter.NewShard(meter.ShardConfig{Table: cfg.Table, Decoder: cfg.Decoder, Batch: cfg.Batch}, nil); err != nil {
 		set.Close()
 		return nil, err
 	}
@@ -105,24 +90,6 @@ func newWorker(id int, cfg *Config, dead chan<- *Source) (*worker, error) {
 func (w *worker) send(m ctlMsg) {
 	w.ctl <- m
 	w.set.Wake()
-}
-
-func (w *worker) emit(r *flow.Record) {
-	w.recs = append(w.recs, *r)
-	if len(w.recs) == cap(w.recs) {
-		w.flush()
-	}
-}
-
-func (w *worker) flush() {
-	if len(w.recs) == 0 {
-		return
-	}
-	w.nrecs += uint64(len(w.recs))
-	if err := w.out.Write(w.recs); err != nil && len(w.errs) < 8 {
-		w.errs = append(w.errs, err)
-	}
-	w.recs = w.recs[:0]
 }
 
 // expireLag is how far the expiry clock trails the wall clock: a packet in
@@ -147,13 +114,8 @@ func (w *worker) run(stop <-chan struct{}) error {
 		tick     = int64(w.cfg.Tick)
 		nextTick = time.Now().UnixNano() + tick
 		lag      = int64(expireLag(w.cfg.Ring.Timeout))
-		pkts     = w.pkts[:0]
 		fatal    error
 	)
-	apply := func() {
-		w.table.UpdateBatch(pkts)
-		pkts = pkts[:0]
-	}
 	for fatal == nil {
 		src, err := w.set.Next(&f, w.cfg.Tick/4)
 		switch {
@@ -161,15 +123,15 @@ func (w *worker) run(stop <-chan struct{}) error {
 			if src != lastSrc { // frames come a block at a time: usually the same ring
 				lastSrc, last = src, w.rings[src]
 			}
-			if pkts = w.take(last, &f, pkts); len(pkts) < cap(pkts) {
-				continue
+			if !w.take(last, &f) {
+				continue // the clock is looked at once a batch has gone to the table
 			}
 		case errors.Is(err, ErrWoken):
-			apply()
+			w.shard.Apply()
 			if w.control(stop) {
 				w.drain()
 				w.finish()
-				return errors.Join(w.errs...)
+				return w.shard.Err()
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded):
 		default:
@@ -184,44 +146,29 @@ func (w *worker) run(stop <-chan struct{}) error {
 				fatal = err
 			}
 		}
-		apply()
+		w.shard.Apply()
 		now := time.Now().UnixNano()
 		if w.nextDeath != 0 && now >= w.nextDeath {
 			lastSrc = nil // the cached ring may be dropped
 			w.reap(now)
 		}
 		if now >= nextTick {
-			w.table.Expire(now - lag)
-			w.flush() // records leave at least once per tick, however quiet the interface
+			w.shard.Expire(now - lag)
+			w.shard.Flush() // records leave at least once per tick, however quiet the interface
 			w.publish()
 			nextTick = now + tick
 		}
 	}
 	w.finish()
-	return errors.Join(append([]error{fatal}, w.errs...)...)
+	return errors.Join(append([]error{fatal}, w.shard.Errs()...)...)
 }
 
-// take counts frame f of ring r and decodes it straight into the next
-// packet of the batch (no copy); a frame that does not decode is dropped
-// from the batch (the decoder counts why).
-func (w *worker) take(r *ring, f *source.Frame, pkts []flow.Packet) []flow.Packet {
+// take counts frame f of ring r and hands it to the shard; it reports
+// whether the shard's packet batch went to the table.
+func (w *worker) take(r *ring, f *source.Frame) bool {
 	r.pkts++
 	r.bytes += uint64(f.WireLen)
-	pkts = pkts[:len(pkts)+1]
-	p := &pkts[len(pkts)-1]
-	p.Time, p.Iface = f.Time, r.iface
-	if !w.dec.Decode(f.Link, f.Data, f.WireLen, p) {
-		return pkts[:len(pkts)-1]
-	}
-	if tci, ok := r.src.LastVLAN(); ok {
-		// The kernel stripped the outer tag into the ring's auxiliary
-		// data; a tag the decoder found in the frame is an inner one.
-		p.VLAN = tci & 0x0fff
-	}
-	if o := w.dec.Outer(); o != nil { // keyed by the packet inside a tunnel (--decap): keep the endpoints
-		p.Iface = w.ifaces.IndexTunnel(r.iface, &p.Key, &o.SrcAddr, &o.DstAddr, o.IPVersion)
-	}
-	return pkts
+	return w.shard.Take(f, r.iface)
 }
 
 // control handles queued control messages; it reports whether to stop.
@@ -233,8 +180,8 @@ func (w *worker) control(stop <-chan struct{}) bool {
 		case m := <-w.ctl:
 			switch m.kind {
 			case ctlAdd:
-				r := &ring{src: m.src, name: m.src.Iface()}
-				r.iface = w.ifaces.Index(r.name)
+				r := &ring{name: m.src.Iface()}
+				r.iface = w.shard.Ifaces().Index(r.name)
 				w.rings[m.src] = r
 				w.set.Add(m.src)
 			case ctlRemove:
@@ -260,7 +207,6 @@ const (
 // time: a flood cannot hold shutdown up.
 func (w *worker) drain() {
 	var f source.Frame
-	pkts := w.pkts[:0]
 	wait := w.cfg.Ring.Timeout
 	if wait <= 0 {
 		wait = DefaultTimeout
@@ -274,12 +220,9 @@ func (w *worker) drain() {
 		if err != nil {
 			break
 		}
-		if pkts = w.take(w.rings[src], &f, pkts); len(pkts) == cap(pkts) {
-			w.table.UpdateBatch(pkts)
-			pkts = pkts[:0]
-		}
+		w.take(w.rings[src], &f)
 	}
-	w.table.UpdateBatch(pkts)
+	w.shard.Apply()
 }
 
 // retire schedules src to be dropped after a grace period in which its
@@ -333,9 +276,7 @@ func (w *worker) drop(src *Source) {
 // finish expires what is due, flushes every flow with reason shutdown,
 // closes the rings and publishes the final counters.
 func (w *worker) finish() {
-	w.table.Expire(time.Now().UnixNano())
-	w.table.Flush(flow.ReasonShutdown)
-	w.flush()
+	w.shard.Finish(time.Now().UnixNano(), flow.ReasonShutdown)
 	for src := range w.rings {
 		w.drop(src)
 	}
@@ -360,10 +301,11 @@ func (w *worker) finish() {
 func (w *worker) publish() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.snap.dec = *w.dec.Stats()
-	w.snap.table = w.table.Stats()
-	w.snap.flows = w.table.Len()
-	w.snap.records = w.nrecs
+	st := w.shard.Stats()
+	w.snap.dec = st.Decoder
+	w.snap.table = st.Table
+	w.snap.flows = st.Flows
+	w.snap.records = st.Records
 	for _, r := range w.rings { // open rings: fold their counts in without resetting
 		c := w.snap.ifaces[r.name]
 		w.snap.ifaces[r.name] = [2]uint64{c[0] + r.pkts, c[1] + r.bytes}
@@ -374,7 +316,7 @@ func (w *worker) publish() {
 // top returns the n largest live flows by bytes (both directions).
 func (w *worker) top(n int) []flow.Record {
 	var all []flow.Record
-	w.table.Peek(func(r *flow.Record) {
+	w.shard.Peek(func(r *flow.Record) {
 		all = append(all, *r)
 	})
 	return topN(all, n)

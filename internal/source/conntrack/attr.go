@@ -1,67 +1,12 @@
 package conntrack
 
-// Wire layout of ctnetlink messages, from the kernel's uapi headers
-// linux/netlink.h, linux/netfilter/nfnetlink.h and
-// linux/netfilter/nfnetlink_conntrack.h. Every multi-byte value inside a
-// ctnetlink attribute is big-endian (network order); the netlink and
-// attribute headers are in host order.
+// Wire layout of ctnetlink messages, from the kernel's uapi header
+// linux/netfilter/nfnetlink_conntrack.h; the netlink and nfnetlink framing
+// around them is internal/nfnetlink's. Every multi-byte value inside a
+// ctnetlink attribute is big-endian (network order).
 
-// Netlink message header (struct nlmsghdr): 16 bytes.
-const (
-	nlmsgLenOff   = 0  // u32 length of the message, header included
-	nlmsgTypeOff  = 4  // u16 type: subsystem<<8 | message
-	nlmsgFlagsOff = 6  // u16 NLM_F_* flags
-	nlmsgSeqOff   = 8  // u32 sequence number
-	nlmsgPidOff   = 12 // u32 port id of the sender
-	nlmsgHdrLen   = 16
-
-	nlmsgAlign = 4 // messages and attributes start on 4-byte boundaries
-)
-
-// Netlink control message types and flags (linux/netlink.h).
-const (
-	nlmsgNoop    = 0x1
-	nlmsgError   = 0x2
-	nlmsgDone    = 0x3
-	nlmsgOverrun = 0x4
-
-	nlmErrorLen = 4 // struct nlmsgerr starts with an s32 negative errno
-
-	nlmFRequest = 0x1
-	nlmFMulti   = 0x2
-	nlmFAck     = 0x4
-	nlmFDump    = 0x300 // NLM_F_ROOT | NLM_F_MATCH
-	nlmFExcl    = 0x200 // on a new-message: the entry did not exist before (event)
-	nlmFCreate  = 0x400 // on a new-message: the entry was created (event)
-)
-
-// nfgenmsg follows the netlink header of every nfnetlink message: 4 bytes.
-const (
-	nfgenFamilyOff  = 0 // u8 address family (AF_INET, AF_INET6, AF_UNSPEC)
-	nfgenVersionOff = 1 // u8 NFNETLINK_V0
-	nfgenResIDOff   = 2 // be16 resource id (0 here)
-	nfgenLen        = 4
-
-	nfnlSubsysCtnetlink = 1 // NFNL_SUBSYS_CTNETLINK: the high byte of nlmsg_type
-)
-
-// Address families carried in nfgenmsg.
-const (
-	afUnspec = 0
-	afInet   = 2
-	afInet6  = 10
-)
-
-// Attribute header (struct nlattr): u16 length (header included), u16 type.
-// The two high bits of the type are flags, not part of the type.
-const (
-	nlaLenOff      = 0
-	nlaTypeOff     = 2
-	nlaHdrLen      = 4
-	nlaFNested     = 0x8000
-	nlaFNetByteord = 0x4000
-	nlaTypeMask    = 0x3fff
-)
+// The nfnetlink subsystem of ctnetlink: the high byte of nlmsg_type.
+const nfnlSubsysCtnetlink = 1 // NFNL_SUBSYS_CTNETLINK
 
 // enum ctattr_type: top-level attributes of a conntrack message.
 const (

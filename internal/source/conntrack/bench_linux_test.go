@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/weir-dev/weir/internal/nfnetlink"
 	"github.com/weir-dev/weir/internal/testhost"
 )
 
@@ -85,8 +86,8 @@ func TestDumpMany(t *testing.T) {
 	// The answer to another request (here: a get without a tuple, which
 	// the kernel refuses with EINVAL) waiting ahead of the dump is skipped
 	// and counted, not taken for the dump's end.
-	stray := newMsg(ipctnlMsgCtGet, nlmFRequest, unix.AF_INET).bytes()
-	binary.NativeEndian.PutUint32(stray[nlmsgSeqOff:], 0xfffffff0)
+	stray := newMsg(ipctnlMsgCtGet, nfnetlink.FlagRequest, unix.AF_INET).bytes()
+	binary.NativeEndian.PutUint32(stray[nfnetlink.MsgSeqOff:], 0xfffffff0)
 	if err := s.send(stray); err != nil {
 		t.Fatal(err)
 	}

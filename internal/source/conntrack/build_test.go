@@ -3,6 +3,8 @@ package conntrack
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // builder assembles ctnetlink messages by hand, for tests: a netlink
@@ -15,11 +17,11 @@ type builder struct {
 // newMsg starts a ctnetlink message of type msg with netlink flags and
 // the nfgenmsg family.
 func newMsg(msg uint8, flags uint16, family uint8) *builder {
-	m := &builder{b: make([]byte, nlmsgHdrLen+nfgenLen)}
-	binary.NativeEndian.PutUint16(m.b[nlmsgTypeOff:], nfnlSubsysCtnetlink<<8|uint16(msg))
-	binary.NativeEndian.PutUint16(m.b[nlmsgFlagsOff:], flags)
-	binary.NativeEndian.PutUint32(m.b[nlmsgSeqOff:], 7)
-	m.b[nlmsgHdrLen+nfgenFamilyOff] = family
+	m := &builder{b: make([]byte, nfnetlink.HdrLen)}
+	binary.NativeEndian.PutUint16(m.b[nfnetlink.MsgTypeOff:], nfnlSubsysCtnetlink<<8|uint16(msg))
+	binary.NativeEndian.PutUint16(m.b[nfnetlink.MsgFlagsOff:], flags)
+	binary.NativeEndian.PutUint32(m.b[nfnetlink.MsgSeqOff:], 7)
+	m.b[nfnetlink.MsgHdrLen+nfnetlink.GenFamilyOff] = family
 	return m
 }
 
@@ -27,7 +29,7 @@ func newMsg(msg uint8, flags uint16, family uint8) *builder {
 func (m *builder) begin(t uint16) *builder {
 	m.stack = append(m.stack, len(m.b))
 	m.b = binary.NativeEndian.AppendUint16(m.b, 0)
-	m.b = binary.NativeEndian.AppendUint16(m.b, t|nlaFNested)
+	m.b = binary.NativeEndian.AppendUint16(m.b, t|nfnetlink.AttrFNested)
 	return m
 }
 
@@ -41,12 +43,7 @@ func (m *builder) end() *builder {
 
 // attr appends one attribute with value v and its padding.
 func (m *builder) attr(t uint16, v []byte) *builder {
-	m.b = binary.NativeEndian.AppendUint16(m.b, uint16(nlaHdrLen+len(v)))
-	m.b = binary.NativeEndian.AppendUint16(m.b, t)
-	m.b = append(m.b, v...)
-	for len(m.b)%nlmsgAlign != 0 {
-		m.b = append(m.b, 0)
-	}
+	m.b = nfnetlink.AppendAttr(m.b, t, v...)
 	return m
 }
 
@@ -63,7 +60,7 @@ func (m *builder) be64(t uint16, v uint64) *builder {
 
 // bytes finishes the message: its length goes into the netlink header.
 func (m *builder) bytes() []byte {
-	binary.NativeEndian.PutUint32(m.b[nlmsgLenOff:], uint32(len(m.b)))
+	binary.NativeEndian.PutUint32(m.b[nfnetlink.MsgLenOff:], uint32(len(m.b)))
 	return m.b
 }
 

@@ -197,7 +197,7 @@ type Conn struct {
 
 // Created reports whether an event message announces a new entry
 // (NLM_F_CREATE on a MsgNew); a dump reply never has it.
-func (c *Conn) Created() bool { return c.Type == MsgNew && c.Flags&nlmFCreate != 0 }
+func (c *Conn) Created() bool { return c.Type == MsgNew && c.Flags&nfnetlink.FlagCreate != 0 }
 
 // Decoder decodes ctnetlink messages and counts the rejected ones by
 // reason. Its zero value is ready; it is not safe for concurrent use.
@@ -231,23 +231,18 @@ func NextMessage(buf []byte) (msg, rest []byte, err error) {
 	return msg, rest, nil
 }
 
-// attr walks the attributes of b: it returns the first one's type (flags
-// masked off), its value, and the rest after its padding; r is set if
-// the attribute is malformed. Kept in this package, not in nfnetlink, so
-// it inlines into the walks: a shared one cost ~20% of a decode.
-func attr(b []byte) (typ uint16, val, rest []byte, r Reason) {
-	if len(b) < nlaHdrLen {
-		return 0, nil, nil, ReasonAttrHeader
+// attrReason names nfnetlink.Attr's verdict with this package's Reason.
+// The walks call nfnetlink.Attr directly: it inlines there, a wrapper
+// around it would not.
+func attrReason(e nfnetlink.AttrErr) Reason {
+	switch e {
+	case nfnetlink.AttrOK:
+		return ReasonNone
+	case nfnetlink.AttrCut:
+		return ReasonAttrHeader
 	}
-	n := int(binary.NativeEndian.Uint16(b[nlaLenOff:]))
-	if n < nlaHdrLen || n > len(b) {
-		return 0, nil, nil, ReasonAttrLength
-	}
-	typ = binary.NativeEndian.Uint16(b[nlaTypeOff:]) & nlaTypeMask
-	return typ, b[nlaHdrLen:n], b[min(align(n), len(b)):], ReasonNone
+	return ReasonAttrLength
 }
-
-func align(n int) int { return nfnetlink.Align(n) }
 
 // be16/be32/be64 read a fixed-size big-endian value, with the size checked.
 func be16(v []byte) (uint16, Reason) {
@@ -282,24 +277,25 @@ func u8(v []byte) (uint8, Reason) {
 // nesting level ctnetlink defines has its own loop, so depth is bounded.
 func decode(c *Conn, msg []byte) Reason {
 	*c = Conn{} // Conn holds no pointers: this is a plain memory clear
-	if len(msg) < nlmsgHdrLen+nfgenLen {
+	if len(msg) < nfnetlink.HdrLen {
 		return ReasonShortHeader
 	}
-	n := int(binary.NativeEndian.Uint32(msg[nlmsgLenOff:]))
-	if n < nlmsgHdrLen+nfgenLen || n > len(msg) {
+	n := int(binary.NativeEndian.Uint32(msg[nfnetlink.MsgLenOff:]))
+	if n < nfnetlink.HdrLen || n > len(msg) {
 		return ReasonLength
 	}
 	msg = msg[:n]
-	typ := binary.NativeEndian.Uint16(msg[nlmsgTypeOff:])
+	typ := binary.NativeEndian.Uint16(msg[nfnetlink.MsgTypeOff:])
 	if typ>>8 != nfnlSubsysCtnetlink || typ&0xff > ipctnlMsgCtDelete {
 		return ReasonNotCtnetlink
 	}
 	c.Type = MsgType(typ & 0xff)
-	c.Flags = binary.NativeEndian.Uint16(msg[nlmsgFlagsOff:])
-	c.Family = msg[nlmsgHdrLen+nfgenFamilyOff]
-	b := msg[nlmsgHdrLen+nfgenLen:]
+	c.Flags = binary.NativeEndian.Uint16(msg[nfnetlink.MsgFlagsOff:])
+	c.Family = msg[nfnetlink.MsgHdrLen+nfnetlink.GenFamilyOff]
+	b := msg[nfnetlink.HdrLen:]
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}
@@ -362,7 +358,8 @@ func (c *Conn) top(t uint16, v []byte) (r Reason) {
 // tuple decodes CTA_TUPLE_ORIG or CTA_TUPLE_REPLY.
 func tuple(tp *Tuple, b []byte) Reason {
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}
@@ -386,7 +383,8 @@ func tuple(tp *Tuple, b []byte) Reason {
 // address, IPv6 as is.
 func tupleIP(tp *Tuple, b []byte) Reason {
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}
@@ -420,7 +418,8 @@ func tupleIP(tp *Tuple, b []byte) Reason {
 // tupleProto decodes CTA_TUPLE_PROTO.
 func tupleProto(tp *Tuple, b []byte) Reason {
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}
@@ -450,7 +449,8 @@ func tupleProto(tp *Tuple, b []byte) Reason {
 // old 32-bit form.
 func counters(cn *Counters, b []byte) Reason {
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}
@@ -478,7 +478,8 @@ func counters(cn *Counters, b []byte) Reason {
 // protoinfo decodes CTA_PROTOINFO; only its TCP part is kept.
 func (c *Conn) protoinfo(b []byte) Reason {
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}
@@ -488,7 +489,8 @@ func (c *Conn) protoinfo(b []byte) Reason {
 		}
 		c.Has |= HasTCP
 		for len(v) > 0 {
-			tt, vv, vrest, r := attr(v)
+			tt, vv, vrest, e := nfnetlink.Attr(v)
+			r := attrReason(e)
 			if r != ReasonNone {
 				return r
 			}
@@ -522,7 +524,8 @@ func (c *Conn) protoinfo(b []byte) Reason {
 // timestamp decodes CTA_TIMESTAMP.
 func (c *Conn) timestamp(b []byte) Reason {
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			return r
 		}

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 var (
@@ -17,7 +19,7 @@ var (
 // attributes it skips (CTA_HELP, CTA_SECCTX, CTA_SEQ_ADJ_ORIG, an unknown
 // type 99, an unknown nested tuple member), between src and dst.
 func full(src, dst netip.Addr, family uint8) []byte {
-	m := newMsg(ipctnlMsgCtNew, nlmFCreate|nlmFExcl, family)
+	m := newMsg(ipctnlMsgCtNew, nfnetlink.FlagCreate|nfnetlink.FlagExcl, family)
 	m.tuple(ctaTupleOrig, src, dst, 6, 40000, 443)
 	m.begin(ctaTupleReply).begin(ctaTupleIP)
 	if src.Is4() {
@@ -50,7 +52,7 @@ func want(src, dst netip.Addr, family uint8) Conn {
 		nat = netip.MustParseAddr("fd00:77ee::9")
 	}
 	return Conn{
-		Type: MsgNew, Flags: nlmFCreate | nlmFExcl, Family: family,
+		Type: MsgNew, Flags: nfnetlink.FlagCreate | nfnetlink.FlagExcl, Family: family,
 		Has: HasOrig | HasReply | HasTCP | HasStatus | HasMark | HasTimeout | HasUse | HasID | HasZone |
 			HasCountersOrig | HasCountersReply | HasLabels | HasTimestampStart | HasTimestampStop,
 		Orig:   Tuple{Src: src.As16(), Dst: dst.As16(), SrcPort: 40000, DstPort: 443, Proto: 6, V6: v6},
@@ -72,7 +74,7 @@ func TestDecodeFull(t *testing.T) {
 		name     string
 		src, dst netip.Addr
 		family   uint8
-	}{{"ipv4", a4, b4, afInet}, {"ipv6", a6, b6, afInet6}} {
+	}{{"ipv4", a4, b4, nfnetlink.FamilyInet}, {"ipv6", a6, b6, nfnetlink.FamilyInet6}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c Conn
 			if err := Decode(&c, full(tc.src, tc.dst, tc.family)); err != nil {
@@ -95,10 +97,10 @@ func TestDecodeFull(t *testing.T) {
 // short labels, a delete message, the dying and SNAT bits, attribute type
 // flags (NLA_F_NET_BYTEORDER) and a last attribute without padding.
 func TestDecodeSmallForms(t *testing.T) {
-	m := newMsg(ipctnlMsgCtDelete, 0, afInet)
+	m := newMsg(ipctnlMsgCtDelete, 0, nfnetlink.FamilyInet)
 	m.tuple(ctaTupleOrig, a4, b4, 1, 0x4242, 8<<8|0).tuple(ctaTupleReply, b4, a4, 1, 0x4242, 0)
 	m.begin(ctaCountersOrig).be32(ctaCounters32Packets, 7).be32(ctaCounters32Bytes, 700).end()
-	m.be32(ctaStatus|nlaFNetByteord, uint32(StatusDying|StatusSrcNAT))
+	m.be32(ctaStatus|nfnetlink.AttrFNetByteord, uint32(StatusDying|StatusSrcNAT))
 	m.attr(ctaLabels, []byte{0xaa, 0xbb, 0xcc, 0xdd})
 	m.attr(ctaMark, []byte{0, 0, 0, 9})
 	msg := m.bytes()
@@ -112,16 +114,16 @@ func TestDecodeSmallForms(t *testing.T) {
 		t.Errorf("decoded %+v", c)
 	}
 
-	m = newMsg(ipctnlMsgCtNew, 0, afInet6)
+	m = newMsg(ipctnlMsgCtNew, 0, nfnetlink.FamilyInet6)
 	m.tuple(ctaTupleOrig, a6, b6, 58, 7, 128<<8|3)
-	m.u8(ctaProtoinfo|nlaFNested, 0) // a nested attribute of 1 byte: a cut-off member header
+	m.u8(ctaProtoinfo|nfnetlink.AttrFNested, 0) // a nested attribute of 1 byte: a cut-off member header
 	msg = m.bytes()
 	msg = msg[:len(msg)-3] // without its padding, which the last attribute may omit
 	binary.NativeEndian.PutUint32(msg, uint32(len(msg)))
 	if err := Decode(&c, msg); !errors.Is(err, ErrTruncated) {
 		t.Fatalf("protoinfo of 1 byte: %v, want ErrTruncated", err)
 	}
-	m = newMsg(ipctnlMsgCtNew, 0, afInet6)
+	m = newMsg(ipctnlMsgCtNew, 0, nfnetlink.FamilyInet6)
 	m.tuple(ctaTupleOrig, a6, b6, 58, 7, 128<<8|3)
 	m.u8(ctaProtoNum+200, 1) // an unknown attribute, last and unpadded
 	msg = m.bytes()
@@ -139,11 +141,11 @@ func TestDecodeSmallForms(t *testing.T) {
 // IPv4 one into the same Conn: nothing of the first may remain.
 func TestDecodeReuse(t *testing.T) {
 	var c, fresh Conn
-	sparse := newMsg(ipctnlMsgCtNew, 0, afInet).tuple(ctaTupleOrig, a4, b4, 17, 1, 2).bytes()
+	sparse := newMsg(ipctnlMsgCtNew, 0, nfnetlink.FamilyInet).tuple(ctaTupleOrig, a4, b4, 17, 1, 2).bytes()
 	if err := Decode(&fresh, sparse); err != nil {
 		t.Fatal(err)
 	}
-	if err := Decode(&c, full(a6, b6, afInet6)); err != nil {
+	if err := Decode(&c, full(a6, b6, nfnetlink.FamilyInet6)); err != nil {
 		t.Fatal(err)
 	}
 	if err := Decode(&c, sparse); err != nil {
@@ -157,7 +159,7 @@ func TestDecodeReuse(t *testing.T) {
 // TestDecodeMalformed: every kind of malformed message returns its
 // sentinel error and is counted under its reason; none panics.
 func TestDecodeMalformed(t *testing.T) {
-	good := full(a4, b4, afInet)
+	good := full(a4, b4, nfnetlink.FamilyInet)
 	set32 := func(b []byte, off int, v uint32) []byte {
 		b = append([]byte(nil), b...)
 		binary.NativeEndian.PutUint32(b[off:], v)
@@ -168,9 +170,9 @@ func TestDecodeMalformed(t *testing.T) {
 		binary.NativeEndian.PutUint16(b[off:], v)
 		return b
 	}
-	first := nlmsgHdrLen + nfgenLen // the first attribute: CTA_TUPLE_ORIG
+	first := nfnetlink.MsgHdrLen + nfnetlink.GenLen // the first attribute: CTA_TUPLE_ORIG
 	bad := func(build func(m *builder)) []byte {
-		m := newMsg(ipctnlMsgCtNew, 0, afInet)
+		m := newMsg(ipctnlMsgCtNew, 0, nfnetlink.FamilyInet)
 		build(m)
 		return m.bytes()
 	}
@@ -181,16 +183,16 @@ func TestDecodeMalformed(t *testing.T) {
 		reason Reason
 	}{
 		{"empty", nil, ErrTruncated, ReasonShortHeader},
-		{"header only", good[:nlmsgHdrLen], ErrTruncated, ReasonShortHeader},
+		{"header only", good[:nfnetlink.MsgHdrLen], ErrTruncated, ReasonShortHeader},
 		{"length past buffer", set32(good, 0, uint32(len(good)+4)), ErrTruncated, ReasonLength},
 		{"length below headers", set32(good, 0, 19), ErrTruncated, ReasonLength},
-		{"other subsystem", set16(good, nlmsgTypeOff, 2<<8), ErrNotConntrack, ReasonNotCtnetlink},
-		{"unknown message", set16(good, nlmsgTypeOff, 1<<8|9), ErrNotConntrack, ReasonNotCtnetlink},
-		{"netlink done", set16(good, nlmsgTypeOff, nlmsgDone), ErrNotConntrack, ReasonNotCtnetlink},
+		{"other subsystem", set16(good, nfnetlink.MsgTypeOff, 2<<8), ErrNotConntrack, ReasonNotCtnetlink},
+		{"unknown message", set16(good, nfnetlink.MsgTypeOff, 1<<8|9), ErrNotConntrack, ReasonNotCtnetlink},
+		{"netlink done", set16(good, nfnetlink.MsgTypeOff, nfnetlink.MsgDone), ErrNotConntrack, ReasonNotCtnetlink},
 		{"attr header cut", set32(good[:first+2], 0, uint32(first+2)), ErrTruncated, ReasonAttrHeader},
 		{"attr length 3", set16(good, first, 3), ErrBadAttr, ReasonAttrLength},
 		{"attr length past message", set16(good, first, uint16(len(good))), ErrBadAttr, ReasonAttrLength},
-		{"nested length past parent", set16(good, first+nlaHdrLen, 0x200), ErrBadAttr, ReasonAttrLength},
+		{"nested length past parent", set16(good, first+nfnetlink.AttrHdrLen, 0x200), ErrBadAttr, ReasonAttrLength},
 		{"ipv4 of 5 bytes", bad(func(m *builder) {
 			m.begin(ctaTupleOrig).begin(ctaTupleIP).attr(ctaIPv4Src, []byte{1, 2, 3, 4, 5}).end().end()
 		}), ErrBadAttr, ReasonAttrSize},
@@ -236,8 +238,8 @@ func TestDecodeMalformed(t *testing.T) {
 
 // TestNextMessage splits concatenated messages and rejects cut ones.
 func TestNextMessage(t *testing.T) {
-	one := newMsg(ipctnlMsgCtNew, 0, afInet).tuple(ctaTupleOrig, a4, b4, 17, 1, 2).bytes()
-	two := full(a6, b6, afInet6)
+	one := newMsg(ipctnlMsgCtNew, 0, nfnetlink.FamilyInet).tuple(ctaTupleOrig, a4, b4, 17, 1, 2).bytes()
+	two := full(a6, b6, nfnetlink.FamilyInet6)
 	buf := append(append(append([]byte(nil), one...), two...), one[:10]...)
 	m1, rest, err := NextMessage(buf)
 	if err != nil || len(m1) != len(one) {
@@ -284,7 +286,7 @@ func TestDecodeReal(t *testing.T) {
 
 // TestDecodeAllocs: decoding allocates nothing, for good and bad input.
 func TestDecodeAllocs(t *testing.T) {
-	msgs := [][]byte{full(a4, b4, afInet), full(a6, b6, afInet6), full(a4, b4, afInet)[:30]}
+	msgs := [][]byte{full(a4, b4, nfnetlink.FamilyInet), full(a6, b6, nfnetlink.FamilyInet6), full(a4, b4, nfnetlink.FamilyInet)[:30]}
 	var d Decoder
 	var c Conn
 	if n := testing.AllocsPerRun(100, func() {

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/weir-dev/weir/internal/nfnetlink"
 	"github.com/weir-dev/weir/internal/testhost"
 )
 
@@ -65,9 +66,7 @@ func dump(t testing.TB, h *testhost.Host) (conns []Conn, raw []byte) {
 	defer s.Close()
 	err = s.DumpRaw(unix.AF_UNSPEC, func(msg []byte) error {
 		raw = append(raw, msg...)
-		for len(raw)%nlmsgAlign != 0 {
-			raw = append(raw, 0)
-		}
+		raw = append(raw, make([]byte, nfnetlink.Align(len(raw))-len(raw))...)
 		var c Conn
 		if err := Decode(&c, msg); err != nil {
 			return err

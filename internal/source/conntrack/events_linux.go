@@ -140,7 +140,7 @@ func (e *Events) Read(fn func(c *Conn)) (int, error) {
 				break
 			}
 			b = rest
-			if t := binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]); t == nlmsgNoop || t == nlmsgDone {
+			if t := binary.NativeEndian.Uint16(msg[nfnetlink.MsgTypeOff:]); t == nfnetlink.MsgNoop || t == nfnetlink.MsgDone {
 				continue
 			}
 			if err := e.dec.Decode(&e.conn, msg); err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // FuzzDecode feeds arbitrary bytes to the decoder and the message
@@ -13,10 +15,10 @@ import (
 // one reason; decoding is deterministic and leaves nothing of an earlier
 // message behind; accepted messages respect the field bounds.
 func FuzzDecode(f *testing.F) {
-	f.Add(full(a4, b4, afInet))
-	f.Add(full(a6, b6, afInet6))
-	f.Add(newMsg(ipctnlMsgCtDelete, 0, afInet).tuple(ctaTupleOrig, a4, b4, 1, 9, 8<<8).bytes())
-	f.Add(newMsg(ipctnlMsgCtNew, 0, afInet).begin(ctaCountersOrig).be32(ctaCounters32Packets, 1).be32(ctaCounters32Bytes, 2).end().bytes())
+	f.Add(full(a4, b4, nfnetlink.FamilyInet))
+	f.Add(full(a6, b6, nfnetlink.FamilyInet6))
+	f.Add(newMsg(ipctnlMsgCtDelete, 0, nfnetlink.FamilyInet).tuple(ctaTupleOrig, a4, b4, 1, 9, 8<<8).bytes())
+	f.Add(newMsg(ipctnlMsgCtNew, 0, nfnetlink.FamilyInet).begin(ctaCountersOrig).be32(ctaCounters32Packets, 1).be32(ctaCounters32Bytes, 2).end().bytes())
 	if raw, err := os.ReadFile("testdata/real.bin"); err == nil {
 		for len(raw) > 0 {
 			msg, rest, err := NextMessage(raw)
@@ -28,7 +30,7 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	var dirty Conn
-	if err := Decode(&dirty, full(a6, b6, afInet6)); err != nil {
+	if err := Decode(&dirty, full(a6, b6, nfnetlink.FamilyInet6)); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
@@ -62,7 +64,7 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				break
 			}
-			if len(m) < nlmsgHdrLen || len(rest) >= len(b) {
+			if len(m) < nfnetlink.MsgHdrLen || len(rest) >= len(b) {
 				t.Fatalf("NextMessage made no progress: %d of %d", len(m), len(b))
 			}
 			b = rest

@@ -23,7 +23,7 @@ type Socket struct {
 	pid  uint32 // our netlink port id (from getsockname)
 	seq  uint32
 	buf  []byte // receive buffer, reused for every datagram
-	req  [nlmsgHdrLen + nfgenLen]byte
+	req  [nfnetlink.MsgHdrLen + nfnetlink.GenLen]byte
 	dec  Decoder
 	conn Conn
 
@@ -129,14 +129,7 @@ func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error {
 	s.seq++
 	seq := s.seq
 	r := s.req[:]
-	binary.NativeEndian.PutUint32(r[nlmsgLenOff:], uint32(len(r)))
-	binary.NativeEndian.PutUint16(r[nlmsgTypeOff:], nfnlSubsysCtnetlink<<8|ipctnlMsgCtGet)
-	binary.NativeEndian.PutUint16(r[nlmsgFlagsOff:], nlmFRequest|nlmFDump)
-	binary.NativeEndian.PutUint32(r[nlmsgSeqOff:], seq)
-	binary.NativeEndian.PutUint32(r[nlmsgPidOff:], 0)
-	r[nlmsgHdrLen+nfgenFamilyOff] = family
-	r[nlmsgHdrLen+nfgenVersionOff] = unix.NFNETLINK_V0
-	binary.BigEndian.PutUint16(r[nlmsgHdrLen+nfgenResIDOff:], 0)
+	nfnetlink.PutHeader(r, nfnlSubsysCtnetlink, ipctnlMsgCtGet, nfnetlink.FlagRequest|nfnetlink.FlagDump, seq, family, 0)
 	if err := s.send(r); err != nil {
 		return err
 	}
@@ -155,21 +148,21 @@ func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error {
 				break // the rest of the datagram cannot be framed
 			}
 			b = rest
-			if binary.NativeEndian.Uint32(msg[nlmsgSeqOff:]) != seq {
+			if binary.NativeEndian.Uint32(msg[nfnetlink.MsgSeqOff:]) != seq {
 				s.foreign.Add(1)
 				continue
 			}
-			switch binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]) {
-			case nlmsgDone:
+			switch binary.NativeEndian.Uint16(msg[nfnetlink.MsgTypeOff:]) {
+			case nfnetlink.MsgDone:
 				return fnErr
-			case nlmsgError:
+			case nfnetlink.MsgError:
 				if e := errnoOf(msg); e != 0 {
 					return fmt.Errorf("conntrack: dump: %w", e)
 				}
 				return fnErr // an ack
-			case nlmsgNoop:
+			case nfnetlink.MsgNoop:
 				continue
-			case nlmsgOverrun:
+			case nfnetlink.MsgOverrun:
 				s.enobufs.Add(1)
 				return fmt.Errorf("%w: %w", ErrOverrun, unix.ENOBUFS)
 			}
@@ -182,11 +175,11 @@ func (s *Socket) DumpRaw(family uint8, fn func(msg []byte) error) error {
 
 // errnoOf returns the errno of an NLMSG_ERROR message (0 for an ack).
 func errnoOf(msg []byte) syscall.Errno {
-	if len(msg) < nlmsgHdrLen+nlmErrorLen {
+	e, ok := nfnetlink.Errno(msg)
+	if !ok {
 		return unix.EBADMSG
 	}
-	e := int32(binary.NativeEndian.Uint32(msg[nlmsgHdrLen:]))
-	return syscall.Errno(-e)
+	return syscall.Errno(e)
 }
 
 // send writes a request to the kernel. write(2) on an unconnected netlink

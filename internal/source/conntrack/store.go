@@ -2,6 +2,8 @@ package conntrack
 
 import (
 	"time"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // This file is the connection store: the poller feeds it every Conn of a
@@ -349,7 +351,7 @@ func (s *Store) Update(c *Conn, now time.Time) {
 		// met the entry on its way out adds nothing.
 		return
 	}
-	event := c.Flags&nlmFMulti == 0 // dump replies are multipart; events are not
+	event := c.Flags&nfnetlink.FlagMulti == 0 // dump replies are multipart; events are not
 	changed := false
 	if c.Has&HasCountersOrig != 0 {
 		changed = s.counters(e, 0, c.CountersOrig, event)

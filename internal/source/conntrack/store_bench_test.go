@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // benchSentinel marks the original-direction packet counter in a built
@@ -24,7 +26,7 @@ func benchMsgs(tb testing.TB, n int) (msgs [][]byte, pktOff []int) {
 		dst := netip.AddrFrom4([4]byte{10, 96, 0, 10})
 		be := netip.AddrFrom4([4]byte{10, 244, byte(i >> 8), 7})
 		sport := uint16(1024 + i%60000)
-		m := newMsg(ipctnlMsgCtNew, nlmFMulti, 2).
+		m := newMsg(ipctnlMsgCtNew, nfnetlink.FlagMulti, 2).
 			tuple(ctaTupleOrig, src, dst, 6, sport, 443).
 			tuple(ctaTupleReply, be, src, 6, 8443, sport)
 		m.begin(ctaProtoinfo).begin(ctaProtoinfoTCP).u8(ctaProtoinfoTCPState, TCPEstablished).end().end()

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // This file checks the store against a model of the kernel's table: TCP
@@ -175,7 +177,7 @@ func lifeModel(t *testing.T, seed uint64, n int, cfg StoreConfig, exact bool, ch
 				table[i] = k
 				grow(k, 5)
 				c := lifeMsg(MsgNew, i, k.id)
-				c.Flags = nlmFCreate
+				c.Flags = nfnetlink.FlagCreate
 				c.TCPState = TCPSynSent
 				send(k, c, poll, true)
 			case r.IntN(10) == 0:
@@ -201,7 +203,7 @@ func lifeModel(t *testing.T, seed uint64, n int, cfg StoreConfig, exact bool, ch
 				continue
 			}
 			c := lifeMsg(MsgNew, i, k.id)
-			c.Flags = nlmFMulti
+			c.Flags = nfnetlink.FlagMulti
 			c.Has |= HasCountersOrig | HasCountersReply
 			c.CountersOrig, c.CountersReply = k.cur[0], k.cur[1]
 			if k.timeWait {

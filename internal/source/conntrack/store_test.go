@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 var t0 = time.Unix(1_700_000_000, 0)
@@ -15,7 +17,7 @@ func sconn(i int, po, bo, pr, br uint64) *Conn {
 	src := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).As16()
 	dst := netip.AddrFrom4([4]byte{192, 0, 2, 1}).As16()
 	c := &Conn{
-		Type: MsgNew, Flags: nlmFMulti, Family: 2, // a dump reply
+		Type: MsgNew, Flags: nfnetlink.FlagMulti, Family: 2, // a dump reply
 		Has:    HasOrig | HasReply | HasStatus | HasCountersOrig | HasCountersReply | HasMark | HasZone | HasID,
 		Orig:   Tuple{Src: src, Dst: dst, SrcPort: uint16(1024 + i), DstPort: 53, Proto: 17},
 		Reply:  Tuple{Src: dst, Dst: src, SrcPort: 53, DstPort: uint16(1024 + i), Proto: 17},

@@ -60,13 +60,6 @@ func NewAggregator(cfg AggregatorConfig, emit func(*DenyFlow)) *Aggregator {
 	return a
 }
 
-// PacketStats returns the payload decoder's counters (why payloads were
-// rejected, under ReasonBadPayload here).
-func (a *Aggregator) PacketStats() *packet.Stats { return a.pdec.Stats() }
-
-// PrefixCut returns how many prefixes were cut to MaxPrefixLen.
-func (a *Aggregator) PrefixCut() uint64 { return a.dec.PrefixCut }
-
 // Message counts one netlink message (nlmsghdr included). now (Unix ns)
 // is the packet's time when the kernel sent no NFULA_TIMESTAMP. Rejected
 // messages are counted in Stats.Errors and returned as a sentinel error.

@@ -1,51 +1,11 @@
 package nflog
 
-// Wire layout of nfnetlink_log messages, from the kernel's uapi headers
-// linux/netlink.h, linux/netfilter/nfnetlink.h and
-// linux/netfilter/nfnetlink_log.h. Values inside attributes are big-endian;
-// the netlink and attribute headers are in host order. The netlink framing
-// constants and the attribute walker are copied from internal/source/conntrack
-// (a shared netlink package may replace both later).
+// Wire layout of nfnetlink_log messages, from the kernel's uapi header
+// linux/netfilter/nfnetlink_log.h; the netlink and nfnetlink framing around
+// them is internal/nfnetlink's. Values inside attributes are big-endian.
 
-// Netlink message header (struct nlmsghdr): 16 bytes.
-const (
-	nlmsgLenOff   = 0
-	nlmsgTypeOff  = 4
-	nlmsgFlagsOff = 6
-	nlmsgSeqOff   = 8
-	nlmsgPidOff   = 12
-	nlmsgHdrLen   = 16
-	nlmsgAlign    = 4
-)
-
-// Netlink control messages and flags.
-const (
-	nlmsgNoop    = 0x1
-	nlmsgError   = 0x2
-	nlmsgDone    = 0x3
-	nlmsgOverrun = 0x4
-	nlmErrorLen  = 4
-	nlmFRequest  = 0x1
-	nlmFAck      = 0x4
-)
-
-// nfgenmsg: family, version, be16 resource id (the NFLOG group).
-const (
-	nfgenFamilyOff  = 0
-	nfgenVersionOff = 1
-	nfgenResIDOff   = 2
-	nfgenLen        = 4
-
-	nfnlSubsysULOG = 4 // NFNL_SUBSYS_ULOG: high byte of nlmsg_type
-)
-
-// Attribute header (struct nlattr).
-const (
-	nlaLenOff   = 0
-	nlaTypeOff  = 2
-	nlaHdrLen   = 4
-	nlaTypeMask = 0x3fff
-)
+// The nfnetlink subsystem of NFLOG: the high byte of nlmsg_type.
+const nfnlSubsysULOG = 4 // NFNL_SUBSYS_ULOG
 
 // enum nfulnl_msg_types.
 const (
@@ -101,12 +61,4 @@ const (
 	nfulnlCopyPacket = 2
 
 	nfulnlCfgFSeq = 0x0001
-)
-
-// Address families in nfgenmsg (NFPROTO_*).
-const (
-	afUnspec = 0
-	afInet   = 2
-	afBridge = 7
-	afInet6  = 10
 )

@@ -2,26 +2,23 @@ package nflog
 
 import (
 	"encoding/binary"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // msgBuilder builds NFLOG messages for tests.
 type msgBuilder struct{ b []byte }
 
 func newMsg(family uint8, group uint16) *msgBuilder {
-	b := make([]byte, nlmsgHdrLen+nfgenLen)
-	binary.NativeEndian.PutUint16(b[nlmsgTypeOff:], nfnlSubsysULOG<<8|nfulnlMsgPacket)
-	b[nlmsgHdrLen+nfgenFamilyOff] = family
-	binary.BigEndian.PutUint16(b[nlmsgHdrLen+nfgenResIDOff:], group)
+	b := make([]byte, nfnetlink.HdrLen)
+	binary.NativeEndian.PutUint16(b[nfnetlink.MsgTypeOff:], nfnlSubsysULOG<<8|nfulnlMsgPacket)
+	b[nfnetlink.MsgHdrLen+nfnetlink.GenFamilyOff] = family
+	binary.BigEndian.PutUint16(b[nfnetlink.MsgHdrLen+nfnetlink.GenResIDOff:], group)
 	return &msgBuilder{b}
 }
 
 func (m *msgBuilder) attr(typ uint16, val ...byte) *msgBuilder {
-	m.b = binary.NativeEndian.AppendUint16(m.b, uint16(nlaHdrLen+len(val)))
-	m.b = binary.NativeEndian.AppendUint16(m.b, typ)
-	m.b = append(m.b, val...)
-	for len(m.b)%nlmsgAlign != 0 {
-		m.b = append(m.b, 0)
-	}
+	m.b = nfnetlink.AppendAttr(m.b, typ, val...)
 	return m
 }
 
@@ -30,7 +27,7 @@ func (m *msgBuilder) be32(typ uint16, v uint32) *msgBuilder {
 }
 
 func (m *msgBuilder) bytes() []byte {
-	binary.NativeEndian.PutUint32(m.b[nlmsgLenOff:], uint32(len(m.b)))
+	binary.NativeEndian.PutUint32(m.b[nfnetlink.MsgLenOff:], uint32(len(m.b)))
 	return append([]byte(nil), m.b...)
 }
 
@@ -74,7 +71,7 @@ func full(prefix string, payload []byte) []byte {
 	ts := make([]byte, 16)
 	binary.BigEndian.PutUint64(ts, 1700000000)
 	binary.BigEndian.PutUint64(ts[8:], 250000)
-	return newMsg(afInet, 5).
+	return newMsg(nfnetlink.FamilyInet, 5).
 		attr(nfulaPacketHdr, 0x08, 0x00, 1, 0).
 		attr(nfulaPrefix, append([]byte(prefix), 0)...).
 		be32(nfulaIfindexIndev, 11).be32(nfulaIfindexOutdev, 12).

@@ -164,24 +164,21 @@ func NextMessage(buf []byte) (msg, rest []byte, err error) {
 // IsPacket reports whether msg (at least a netlink header) is an NFLOG
 // packet message, as opposed to a control message.
 func IsPacket(msg []byte) bool {
-	return len(msg) >= nlmsgHdrLen && binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]) == nfnlSubsysULOG<<8|nfulnlMsgPacket
+	return len(msg) >= nfnetlink.MsgHdrLen && binary.NativeEndian.Uint16(msg[nfnetlink.MsgTypeOff:]) == nfnlSubsysULOG<<8|nfulnlMsgPacket
 }
 
-// attr splits the first attribute off b: type (flags masked), value, rest.
-// Kept in this package, not in nfnetlink, so it inlines into the walk.
-func attr(b []byte) (typ uint16, val, rest []byte, r Reason) {
-	if len(b) < nlaHdrLen {
-		return 0, nil, nil, ReasonAttrHeader
+// attrReason names nfnetlink.Attr's verdict with this package's Reason.
+// The walks call nfnetlink.Attr directly: it inlines there, a wrapper
+// around it would not.
+func attrReason(e nfnetlink.AttrErr) Reason {
+	switch e {
+	case nfnetlink.AttrOK:
+		return ReasonNone
+	case nfnetlink.AttrCut:
+		return ReasonAttrHeader
 	}
-	n := int(binary.NativeEndian.Uint16(b[nlaLenOff:]))
-	if n < nlaHdrLen || n > len(b) {
-		return 0, nil, nil, ReasonAttrLength
-	}
-	typ = binary.NativeEndian.Uint16(b[nlaTypeOff:]) & nlaTypeMask
-	return typ, b[nlaHdrLen:n], b[min(align(n), len(b)):], ReasonNone
+	return ReasonAttrLength
 }
-
-func align(n int) int { return nfnetlink.Align(n) }
 
 func be32(v []byte) (uint32, Reason) {
 	if len(v) != 4 {
@@ -193,22 +190,23 @@ func be32(v []byte) (uint32, Reason) {
 // decode is Decode returning the reason and whether the prefix was cut.
 func decode(p *Packet, msg []byte) (r Reason, cut bool) {
 	*p = Packet{}
-	if len(msg) < nlmsgHdrLen+nfgenLen {
+	if len(msg) < nfnetlink.HdrLen {
 		return ReasonShortHeader, false
 	}
-	n := int(binary.NativeEndian.Uint32(msg[nlmsgLenOff:]))
-	if n < nlmsgHdrLen+nfgenLen || n > len(msg) {
+	n := int(binary.NativeEndian.Uint32(msg[nfnetlink.MsgLenOff:]))
+	if n < nfnetlink.HdrLen || n > len(msg) {
 		return ReasonLength, false
 	}
 	msg = msg[:n]
-	if binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]) != nfnlSubsysULOG<<8|nfulnlMsgPacket {
+	if binary.NativeEndian.Uint16(msg[nfnetlink.MsgTypeOff:]) != nfnlSubsysULOG<<8|nfulnlMsgPacket {
 		return ReasonNotPacket, false
 	}
-	p.Family = msg[nlmsgHdrLen+nfgenFamilyOff]
-	p.Group = binary.BigEndian.Uint16(msg[nlmsgHdrLen+nfgenResIDOff:])
-	b := msg[nlmsgHdrLen+nfgenLen:]
+	p.Family = msg[nfnetlink.MsgHdrLen+nfnetlink.GenFamilyOff]
+	p.Group = binary.BigEndian.Uint16(msg[nfnetlink.MsgHdrLen+nfnetlink.GenResIDOff:])
+	b := msg[nfnetlink.HdrLen:]
 	for len(b) > 0 {
-		t, v, rest, r := attr(b)
+		t, v, rest, e := nfnetlink.Attr(b)
+		r := attrReason(e)
 		if r != ReasonNone {
 			*p = Packet{}
 			return r, cut

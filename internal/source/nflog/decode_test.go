@@ -6,6 +6,8 @@ import (
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 func TestDecodeFull(t *testing.T) {
@@ -15,7 +17,7 @@ func TestDecodeFull(t *testing.T) {
 	if err := d.Decode(&p, full("weir-deny ", pl)); err != nil {
 		t.Fatal(err)
 	}
-	want := Packet{Group: 5, Family: afInet, Hook: 1, HWProto: 0x0800, Mark: 0xbeef, InDev: 11, OutDev: 12,
+	want := Packet{Group: 5, Family: nfnetlink.FamilyInet, Hook: 1, HWProto: 0x0800, Mark: 0xbeef, InDev: 11, OutDev: 12,
 		PhysInDev: 13, PhysOutDev: 14, UID: 1000, GID: 100, Seq: 42, Time: 1700000000_250000000,
 		Has: HasHdr | HasMark | HasTimestamp | HasInDev | HasOutDev | HasPhysInDev | HasPhysOutDev | HasPrefix | HasPayload | HasUID | HasGID | HasSeq}
 	got := p
@@ -39,7 +41,7 @@ func TestDecodePrefixBounds(t *testing.T) {
 		t.Errorf("prefix of %d bytes, cut %d", len(p.Prefix), d.PrefixCut)
 	}
 	// No NUL (not what the kernel sends): the whole value is the prefix.
-	msg := newMsg(afInet, 5).attr(nfulaPrefix, 'a', 'b').attr(nfulaPayload, udp4(a4, b4, 1, 2, 100, 100)...).bytes()
+	msg := newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPrefix, 'a', 'b').attr(nfulaPayload, udp4(a4, b4, 1, 2, 100, 100)...).bytes()
 	if err := d.Decode(&p, msg); err != nil || string(p.Prefix) != "ab" {
 		t.Errorf("prefix %q, %v", p.Prefix, err)
 	}
@@ -47,10 +49,10 @@ func TestDecodePrefixBounds(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	good := full("p", udp4(a4, b4, 1, 2, 100, 100))
-	cfg := newMsg(afInet, 5).bytes()
-	cfg[nlmsgTypeOff] = nfulnlMsgConfig
+	cfg := newMsg(nfnetlink.FamilyInet, 5).bytes()
+	cfg[nfnetlink.MsgTypeOff] = nfulnlMsgConfig
 	badLen := append([]byte(nil), good...)
-	badLen[nlmsgHdrLen+nfgenLen] = 2 // first attribute length 2 < 4
+	badLen[nfnetlink.HdrLen] = 2 // first attribute length 2 < 4
 	cases := []struct {
 		name string
 		msg  []byte
@@ -60,12 +62,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"short", good[:10], ErrTruncated, ReasonShortHeader},
 		{"cut", good[:len(good)-4], ErrTruncated, ReasonLength},
 		{"config", cfg, ErrNotPacket, ReasonNotPacket},
-		{"attr header", append(newMsg(afInet, 5).bytes()[:20], 1, 0), ErrTruncated, ReasonAttrHeader},
+		{"attr header", append(newMsg(nfnetlink.FamilyInet, 5).bytes()[:20], 1, 0), ErrTruncated, ReasonAttrHeader},
 		{"attr length", badLen, ErrBadAttr, ReasonAttrLength},
-		{"hdr size", newMsg(afInet, 5).attr(nfulaPacketHdr, 8, 0, 1).bytes(), ErrBadAttr, ReasonAttrSize},
-		{"mark size", newMsg(afInet, 5).attr(nfulaMark, 1).bytes(), ErrBadAttr, ReasonAttrSize},
-		{"ts size", newMsg(afInet, 5).attr(nfulaTimestamp, 1, 2, 3, 4).bytes(), ErrBadAttr, ReasonAttrSize},
-		{"no payload", newMsg(afInet, 5).attr(nfulaPrefix, 'a', 0).bytes(), ErrPayload, ReasonNoPayload},
+		{"hdr size", newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPacketHdr, 8, 0, 1).bytes(), ErrBadAttr, ReasonAttrSize},
+		{"mark size", newMsg(nfnetlink.FamilyInet, 5).attr(nfulaMark, 1).bytes(), ErrBadAttr, ReasonAttrSize},
+		{"ts size", newMsg(nfnetlink.FamilyInet, 5).attr(nfulaTimestamp, 1, 2, 3, 4).bytes(), ErrBadAttr, ReasonAttrSize},
+		{"no payload", newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPrefix, 'a', 0).bytes(), ErrPayload, ReasonNoPayload},
 	}
 	for _, c := range cases {
 		if c.name == "attr header" { // fix the length field to cover the stray bytes

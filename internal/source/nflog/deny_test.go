@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 func TestAggregate(t *testing.T) {
@@ -19,18 +20,18 @@ func TestAggregate(t *testing.T) {
 		at  int64
 	}{
 		{full("deny ", v4), 0}, // carries NFULA_TIMESTAMP: that time wins over at
-		{newMsg(afInet, 5).attr(nfulaPrefix, []byte("deny \x00")...).be32(nfulaIfindexIndev, 3).attr(nfulaPayload, v4...).bytes(), 2e18},
-		{newMsg(afInet, 5).attr(nfulaPrefix, []byte("other\x00")...).attr(nfulaPayload, v4...).bytes(), 3e18},
-		{newMsg(afInet, 6).attr(nfulaPrefix, []byte("deny \x00")...).attr(nfulaPayload, v4...).bytes(), 4e18},
-		{newMsg(afInet6, 5).attr(nfulaPayload, v6...).bytes(), 5e18},
-		{newMsg(afInet6, 5).attr(nfulaPayload, v6...).bytes(), 6e18},
+		{newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPrefix, []byte("deny \x00")...).be32(nfulaIfindexIndev, 3).attr(nfulaPayload, v4...).bytes(), 2e18},
+		{newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPrefix, []byte("other\x00")...).attr(nfulaPayload, v4...).bytes(), 3e18},
+		{newMsg(nfnetlink.FamilyInet, 6).attr(nfulaPrefix, []byte("deny \x00")...).attr(nfulaPayload, v4...).bytes(), 4e18},
+		{newMsg(nfnetlink.FamilyInet6, 5).attr(nfulaPayload, v6...).bytes(), 5e18},
+		{newMsg(nfnetlink.FamilyInet6, 5).attr(nfulaPayload, v6...).bytes(), 6e18},
 	}
 	for _, m := range msgs {
 		if err := a.Message(m.msg, m.at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.Message(newMsg(afInet, 5).attr(nfulaPayload, 0x45, 0).bytes(), 0); !errors.Is(err, ErrPayload) || a.Stats.Errors[ReasonBadPayload] != 1 {
+	if err := a.Message(newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPayload, 0x45, 0).bytes(), 0); !errors.Is(err, ErrPayload) || a.Stats.Errors[ReasonBadPayload] != 1 {
 		t.Errorf("bad payload: %v %v", err, a.Stats.Errors)
 	}
 	if a.Table.Len() != 4 {
@@ -67,7 +68,7 @@ func TestSeqGaps(t *testing.T) {
 	a := NewAggregator(AggregatorConfig{}, nil)
 	pl := udp4(a4, b4, 1, 2, 100, 100)
 	for _, seq := range []uint32{7, 8, 11, 12, 0} { // 9 and 10 lost; 0: the group was rebound
-		a.Message(newMsg(afInet, 5).be32(nfulaSeq, seq).attr(nfulaPayload, pl...).bytes(), 1)
+		a.Message(newMsg(nfnetlink.FamilyInet, 5).be32(nfulaSeq, seq).attr(nfulaPayload, pl...).bytes(), 1)
 	}
 	if a.Stats.SeqGaps != 2 {
 		t.Errorf("gaps %d, want 2", a.Stats.SeqGaps)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/nfnetlink"
 )
 
 // FuzzDecode feeds arbitrary bytes to the decoder, the splitter and the
@@ -16,9 +18,9 @@ import (
 // payload the packet decoder takes, and counts a rejected message once.
 func FuzzDecode(f *testing.F) {
 	f.Add(full("weir-deny ", udp4(a4, b4, 1, 7777, 328, 128)))
-	f.Add(newMsg(afInet6, 5).attr(nfulaPayload, udp6(a6, b6, 1, 2, 300, 128)...).bytes())
-	f.Add(newMsg(afInet, 5).attr(nfulaPrefix, 'a').bytes())
-	f.Add(newMsg(afInet, 5).attr(nfulaTimestamp, make([]byte, 16)...).attr(nfulaPayload, 0x45).bytes())
+	f.Add(newMsg(nfnetlink.FamilyInet6, 5).attr(nfulaPayload, udp6(a6, b6, 1, 2, 300, 128)...).bytes())
+	f.Add(newMsg(nfnetlink.FamilyInet, 5).attr(nfulaPrefix, 'a').bytes())
+	f.Add(newMsg(nfnetlink.FamilyInet, 5).attr(nfulaTimestamp, make([]byte, 16)...).attr(nfulaPayload, 0x45).bytes())
 	if raw, err := os.ReadFile("testdata/real.bin"); err == nil {
 		for len(raw) > 0 {
 			msg, rest, err := NextMessage(raw)
@@ -87,7 +89,7 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				break
 			}
-			if len(m) < nlmsgHdrLen || len(rest) >= len(b) {
+			if len(m) < nfnetlink.MsgHdrLen || len(rest) >= len(b) {
 				t.Fatalf("splitter made no progress")
 			}
 			b = rest

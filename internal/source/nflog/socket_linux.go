@@ -118,33 +118,33 @@ func (s *Socket) setup(cfg Config) error {
 	}
 	// NETLINK_NO_ENOBUFS stays unset: overruns must show.
 	if cfg.BindPF {
-		for _, pf := range []uint8{afInet, afInet6} {
-			if err := s.config(pf, 0, func(b []byte) []byte { return putAttr(b, nfulaCfgCmd, nfulnlCfgCmdPFUnbind) }); err != nil {
+		for _, pf := range []uint8{nfnetlink.FamilyInet, nfnetlink.FamilyInet6} {
+			if err := s.config(pf, 0, func(b []byte) []byte { return nfnetlink.AppendAttr(b, nfulaCfgCmd, nfulnlCfgCmdPFUnbind) }); err != nil {
 				return fmt.Errorf("nflog: PF_UNBIND %d: %w", pf, err)
 			}
-			if err := s.config(pf, 0, func(b []byte) []byte { return putAttr(b, nfulaCfgCmd, nfulnlCfgCmdPFBind) }); err != nil {
+			if err := s.config(pf, 0, func(b []byte) []byte { return nfnetlink.AppendAttr(b, nfulaCfgCmd, nfulnlCfgCmdPFBind) }); err != nil {
 				return fmt.Errorf("nflog: PF_BIND %d: %w", pf, err)
 			}
 		}
 	}
 	g := cfg.Group
-	if err := s.config(afUnspec, g, func(b []byte) []byte { return putAttr(b, nfulaCfgCmd, nfulnlCfgCmdBind) }); err != nil {
+	if err := s.config(nfnetlink.FamilyUnspec, g, func(b []byte) []byte { return nfnetlink.AppendAttr(b, nfulaCfgCmd, nfulnlCfgCmdBind) }); err != nil {
 		return fmt.Errorf("nflog: bind group %d: %w", g, err)
 	}
 	cr := cmp.Or(cfg.CopyRange, DefaultCopyRange)
 	mode := [6]byte{4: nfulnlCopyPacket}
 	binary.BigEndian.PutUint32(mode[:], cr)
-	err := s.config(afUnspec, g, func(b []byte) []byte {
-		b = putAttr(b, nfulaCfgMode, mode[:]...)
-		b = putAttr(b, nfulaCfgFlags, 0, nfulnlCfgFSeq)
+	err := s.config(nfnetlink.FamilyUnspec, g, func(b []byte) []byte {
+		b = nfnetlink.AppendAttr(b, nfulaCfgMode, mode[:]...)
+		b = nfnetlink.AppendAttr(b, nfulaCfgFlags, 0, nfulnlCfgFSeq)
 		if cfg.QThresh > 0 {
-			b = putAttr(b, nfulaCfgQthresh, be32b(cfg.QThresh)...)
+			b = nfnetlink.AppendAttr(b, nfulaCfgQthresh, be32b(cfg.QThresh)...)
 		}
 		if cfg.FlushTimeout > 0 {
-			b = putAttr(b, nfulaCfgTimeout, be32b(uint32(max(cfg.FlushTimeout/(10*time.Millisecond), 1)))...)
+			b = nfnetlink.AppendAttr(b, nfulaCfgTimeout, be32b(uint32(max(cfg.FlushTimeout/(10*time.Millisecond), 1)))...)
 		}
 		if cfg.NLBufSize > 0 {
-			b = putAttr(b, nfulaCfgNlbufsz, be32b(cfg.NLBufSize)...)
+			b = nfnetlink.AppendAttr(b, nfulaCfgNlbufsz, be32b(cfg.NLBufSize)...)
 		}
 		return b
 	})
@@ -156,30 +156,12 @@ func (s *Socket) setup(cfg Config) error {
 
 func be32b(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 
-// putAttr appends one attribute with its padding.
-func putAttr(b []byte, typ uint16, val ...byte) []byte {
-	b = binary.NativeEndian.AppendUint16(b, uint16(nlaHdrLen+len(val)))
-	b = binary.NativeEndian.AppendUint16(b, typ)
-	b = append(b, val...)
-	for len(b)%nlmsgAlign != 0 {
-		b = append(b, 0)
-	}
-	return b
-}
-
 // config sends one NFULNL_MSG_CONFIG request and waits for its ack.
 func (s *Socket) config(family uint8, group uint16, attrs func([]byte) []byte) error {
 	s.seq++
-	b := s.req[:nlmsgHdrLen+nfgenLen]
+	b := s.req[:nfnetlink.HdrLen]
 	b = attrs(b)
-	binary.NativeEndian.PutUint32(b[nlmsgLenOff:], uint32(len(b)))
-	binary.NativeEndian.PutUint16(b[nlmsgTypeOff:], nfnlSubsysULOG<<8|nfulnlMsgConfig)
-	binary.NativeEndian.PutUint16(b[nlmsgFlagsOff:], nlmFRequest|nlmFAck)
-	binary.NativeEndian.PutUint32(b[nlmsgSeqOff:], s.seq)
-	binary.NativeEndian.PutUint32(b[nlmsgPidOff:], 0)
-	b[nlmsgHdrLen+nfgenFamilyOff] = family
-	b[nlmsgHdrLen+nfgenVersionOff] = unix.NFNETLINK_V0
-	binary.BigEndian.PutUint16(b[nlmsgHdrLen+nfgenResIDOff:], group)
+	nfnetlink.PutHeader(b, nfnlSubsysULOG, nfulnlMsgConfig, nfnetlink.FlagRequest|nfnetlink.FlagAck, s.seq, family, group)
 	for {
 		if _, err := unix.Write(s.fd, b); err != unix.EINTR {
 			if err != nil {
@@ -200,12 +182,13 @@ func (s *Socket) config(family uint8, group uint16, attrs func([]byte) []byte) e
 				break
 			}
 			m = rest
-			if binary.NativeEndian.Uint16(msg[nlmsgTypeOff:]) == nlmsgError && binary.NativeEndian.Uint32(msg[nlmsgSeqOff:]) == s.seq {
-				if len(msg) < nlmsgHdrLen+nlmErrorLen {
+			if binary.NativeEndian.Uint16(msg[nfnetlink.MsgTypeOff:]) == nfnetlink.MsgError && binary.NativeEndian.Uint32(msg[nfnetlink.MsgSeqOff:]) == s.seq {
+				e, ok := nfnetlink.Errno(msg)
+				if !ok {
 					return unix.EBADMSG
 				}
-				if e := int32(binary.NativeEndian.Uint32(msg[nlmsgHdrLen:])); e != 0 {
-					return syscall.Errno(-e)
+				if e != 0 {
+					return syscall.Errno(e)
 				}
 				return nil
 			}
