@@ -349,7 +349,9 @@ func TestExportMemory(t *testing.T) {
 }
 
 // sinkPair writes to both sinks.
-type sinkPair struct{ a, b interface{ Write([]flow.Record) error } }
+type sinkPair struct {
+	a, b interface{ Write([]flow.Record) error }
+}
 
 func (p sinkPair) Write(recs []flow.Record) error {
 	if err := p.a.Write(recs); err != nil {
