@@ -97,6 +97,10 @@ type Encoder struct {
 	es    [entStrings]string         // the enriched record's strings, fitted (enterprise.go)
 	cut   uint64                     // strings cut to fit
 	rev   flow.Record                // Unidirectional: the reverse direction's record (uni.go)
+	// The node announced (node.go): as the records name it, and as sent
+	// (cut); nodeSent once a node was announced (then "" is announced too).
+	nodeRaw, node string
+	nodeSent      bool
 }
 
 // ErrBadConfig is wrapped by NewEncoder's configuration errors.
@@ -192,6 +196,11 @@ func (e *Encoder) Flows() uint32 { return e.flows }
 // the open message and announces them (announce). It allocates nothing
 // (but for that, once each).
 func (e *Encoder) Add(r *flow.Record) error {
+	if r.Node != e.nodeRaw { // the node changed: say so before its records
+		if err := e.setNode(r.Node); err != nil {
+			return err
+		}
+	}
 	ti := 0
 	if r.Key.IPVersion == 6 {
 		ti = 1
