@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/sink"
 	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 	"github.com/weir-dev/weir/internal/sink/kafka"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -125,7 +125,7 @@ the store's size. Damaged blocks are left out and said on stderr.`, exportExampl
 	var out sink.Sink
 	switch output {
 	case "json":
-		out = stdout.NewJSON(stdout_)
+		out = format.NewJSON(stdout_)
 	case "csv":
 		out = query.NewRecordCSV(stdout_)
 	case "none":

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/gendb"
 	"github.com/weir-dev/weir/internal/sink"
-	"github.com/weir-dev/weir/internal/sink/stdout"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -116,7 +116,7 @@ func BenchmarkExport(b *testing.B) {
 		sink func() sink.Sink
 	}{
 		{"records", func() sink.Sink { return discardSink{} }},
-		{"json", func() sink.Sink { return stdout.NewJSON(io.Discard) }},
+		{"json", func() sink.Sink { return format.NewJSON(io.Discard) }},
 		{"csv", func() sink.Sink { return NewRecordCSV(io.Discard) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/format"
 )
 
 // nodeRecs are natRecs observed on three nodes: records 0-3 on "node-a",
@@ -101,7 +101,7 @@ func TestNodeOutput(t *testing.T) {
 	}
 	var in []byte
 	for _, r := range nodeRecs() {
-		in = append(stdout.AppendJSON(in, &r), '\n')
+		in = append(format.AppendJSON(in, &r), '\n')
 	}
 	recs, err := ReadRecords(bytes.NewReader(in), 100)
 	if err != nil {

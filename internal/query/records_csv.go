@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
 
@@ -70,9 +70,9 @@ func AppendRecordCSV(b []byte, r *flow.Record) []byte {
 	b = appendUints(b, uint64(k.SrcPort), uint64(k.DstPort), uint64(k.Proto), uint64(k.ICMPType), uint64(k.ICMPCode),
 		r.Packets, r.Bytes, r.RevPackets, r.RevBytes, uint64(r.TCPFlags), uint64(r.RevTCPFlags))
 	b = append(b, ',')
-	b = stdout.AppendTime(b, r.Start)
+	b = format.AppendTime(b, r.Start)
 	b = append(b, ',')
-	b = stdout.AppendTime(b, r.End)
+	b = format.AppendTime(b, r.End)
 	b = append(b, ',')
 	b = append(b, r.EndReason.String()...)
 	b = appendStrCSV(b, r.Iface)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/sink/stdout"
+	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -70,7 +70,7 @@ func (c *collect) Close() error { return nil }
 
 // recText is a record as comparable text: pointers by what they point to.
 func recText(r *flow.Record) string {
-	return string(stdout.AppendJSON(nil, r))
+	return string(format.AppendJSON(nil, r))
 }
 
 // sameRecords compares two multisets of records.
@@ -210,7 +210,7 @@ func TestExportFormats(t *testing.T) {
 	recs[3].Verdict = flow.VerdictDeny
 	s := writeStore(t, recs, 600)
 	var js, cs bytes.Buffer
-	j := stdout.NewJSON(&js)
+	j := format.NewJSON(&js)
 	if _, err := ExportRecords(context.Background(), s, &Export{}, j); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestExportMemory(t *testing.T) {
 		defer ro.Close()
 		base, batch = nil, nil
 		h := &heapSink{every: 4}
-		j := stdout.NewJSON(io.Discard)
+		j := format.NewJSON(io.Discard)
 		st, err := ExportRecords(context.Background(), ro, &Export{Batch: 1024}, sinkPair{h, j})
 		if err != nil || st.Records != int64(n) || h.records != n {
 			t.Fatalf("%d records: %v, %+v", n, err, st)
