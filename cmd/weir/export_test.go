@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +156,25 @@ func TestExportKafka(t *testing.T) {
 	}
 	if n != 2001 || len(seen) != 2000 || seen[1] != 2 {
 		t.Errorf("%d records, %d distinct, record 1 %d times", n, len(seen), seen[1])
+	}
+}
+
+// TestListNodes: weir query --list says which nodes each interface's
+// records come from, in every output format.
+func TestListNodes(t *testing.T) {
+	dir := exportStore(t, 50)
+	var out, errb bytes.Buffer
+	if code := run([]string{"query", "-d", dir, "--list", "-o", "json"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var spans []ifaceSpan
+	if err := json.Unmarshal(out.Bytes(), &spans); err != nil || len(spans) != 1 || !slices.Equal(spans[0].Nodes, []string{"node-a", "node-b"}) {
+		t.Fatalf("%v %+v", err, spans)
+	}
+	for _, f := range []string{"table", "csv"} {
+		out.Reset()
+		if code := run([]string{"query", "-d", dir, "--list", "-o", f}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "node-a,node-b") {
+			t.Errorf("%s: exit %d:\n%s", f, code, out.String())
+		}
 	}
 }

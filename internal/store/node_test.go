@@ -1,8 +1,10 @@
 package store
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +177,59 @@ func TestNodeStore(t *testing.T) {
 	}
 	if lo, hi, ok := bl[0].Range(ColNode); !ok || lo != 6 || hi != uint64(len(testNodes[2])) {
 		t.Errorf("Range(ColNode) = %d..%d %v", lo, hi, ok)
+	}
+}
+
+// TestNodes: Nodes lists a block's distinct nodes ("" for records
+// without one) from its node column alone, and says "" for a block
+// without any; a damaged node column is damage, counted.
+func TestNodes(t *testing.T) {
+	dir := tempDir(t)
+	s := openT(t, Config{Dir: dir, NoSync: true, TimePrecision: time.Nanosecond})
+	if err := s.Write(withNodes(mkRecs(300, 1, "x", t0), 3, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(mkRecs(10, 1000, "y", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, _ := r.Blocks(0, 0, nil)
+	if len(bl) != 2 {
+		t.Fatalf("%d blocks", len(bl))
+	}
+	for _, b := range bl {
+		got, err := r.Nodes(&b, nil)
+		slices.Sort(got)
+		want := []string{""}
+		if b.Iface == "x" {
+			want = []string{"", "192.0.2.7", "node-a", "node-b"}
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: nodes %q, %v; want %q", b.Iface, got, err, want)
+		}
+	}
+	// Damage the node column's bytes: its CRC fails.
+	x := bl[0]
+	if x.Iface != "x" {
+		x = bl[1]
+	}
+	c := x.h.cols[cNode]
+	part := filepath.Join(dir, escapeIface("x"), "2025-03-01", dataName)
+	data, err := os.ReadFile(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[x.Offset+int64(c.off)] ^= 0xff
+	if err := os.WriteFile(part, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Nodes(&x, nil); !errors.Is(err, ErrCorrupt) || r.Stats().CorruptBlocks != 1 {
+		t.Errorf("damaged node column: %v, %d corrupt", err, r.Stats().CorruptBlocks)
 	}
 }
