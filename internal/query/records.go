@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -50,8 +51,9 @@ var ErrExportSink = errors.New("export: sink")
 // ExportRecords streams the records x selects from s to dst, block by
 // block: each block's rows in the store's order (by Start), blocks by
 // interface, day and position in their file, so records are not in one
-// global time order. Memory is one decoded block and one batch of
-// records, whatever the store's size. Damaged blocks are left out and
+// global time order. Blocks are decoded on a goroutine of their own while
+// the previous block's records are written; memory is three decoded
+// blocks and one batch of records, whatever the store's size. Damaged blocks are left out and
 // counted (Stats.BlocksCorrupt), as queries do. dst is not closed.
 func ExportRecords(ctx context.Context, s *store.Store, x *Export, dst sink.Sink) (ExportStats, error) {
 	start := time.Now()
@@ -76,60 +78,138 @@ func ExportRecords(ctx context.Context, s *store.Store, x *Export, dst sink.Sink
 		n = DefaultExportBatch
 	}
 	e := exporter{cond: x.Cond, from: from, to: to, batch: make([]flow.Record, 0, n), dst: dst, st: &st}
-	for i := range blocks {
-		if err := ctx.Err(); err != nil {
-			return st, err
-		}
-		if err := e.block(s, &blocks[i]); err != nil {
-			return st, err
-		}
+	err := e.run(ctx, s, blocks)
+	if err == nil {
+		err = e.flush()
 	}
-	err := e.flush()
 	st.Elapsed = time.Since(start)
 	return st, err
 }
 
-// exporter is one export's scratch, reused from block to block.
+// exporter is one export's state.
 type exporter struct {
 	cond     *Condition
 	from, to int64
-	cols     store.Columns
-	sel      []bool
-	ev       evaluator
 	batch    []flow.Record
 	dst      sink.Sink
 	st       *ExportStats
 }
 
-// block exports the selected rows of one block, unless its summaries
-// rule it out.
-func (e *exporter) block(s *store.Store, b *store.BlockInfo) error {
-	if !e.cond.mayMatch(b) || b.MinStart >= e.to || b.MaxEnd < e.from {
-		e.st.BlocksSkipped++
-		return nil
+// decoded is one block, decoded and filtered, on its way from the reading
+// goroutine to the writing one.
+type decoded struct {
+	b    *store.BlockInfo
+	cols store.Columns
+	sel  []bool // rows that match the condition and the time range
+	err  error
+}
+
+// exportDepth is how many decoded blocks an export holds: one being
+// read, one waiting, one being written. Reading (decoding every column)
+// and writing (building records, the sink's encoding) then run on two
+// cores at once, in memory that does not grow with the store.
+const exportDepth = 3
+
+// run reads blocks on one goroutine and hands them in order to this one,
+// which makes records and writes them.
+func (e *exporter) run(ctx context.Context, s *store.Store, blocks []store.BlockInfo) error {
+	free := make(chan *decoded, exportDepth)
+	for range exportDepth {
+		free <- new(decoded)
 	}
-	if err := s.ReadBlock(b, store.ColAll, &e.cols); err != nil {
-		switch {
-		case errors.Is(err, store.ErrCorrupt):
-			e.st.BlocksCorrupt++
-			return nil
-		case errors.Is(err, store.ErrPruned):
-			e.st.BlocksPruned++
-			return nil
+	full := make(chan *decoded, exportDepth)
+	stop := make(chan struct{})
+	var skipped, corrupt, pruned atomic.Int64
+	go func() {
+		defer close(full)
+		var ev evaluator
+		for i := range blocks {
+			b := &blocks[i]
+			if !e.cond.mayMatch(b) || b.MinStart >= e.to || b.MaxEnd < e.from {
+				skipped.Add(1)
+				continue
+			}
+			var sl *decoded
+			select {
+			case sl = <-free:
+			case <-stop:
+				return
+			}
+			sl.b, sl.err = b, nil
+			if err := s.ReadBlock(b, store.ColAll, &sl.cols); err != nil {
+				switch {
+				case errors.Is(err, store.ErrCorrupt):
+					corrupt.Add(1)
+					free <- sl
+					continue
+				case errors.Is(err, store.ErrPruned):
+					pruned.Add(1)
+					free <- sl
+					continue
+				}
+				sl.err = fmt.Errorf("export: %w", err)
+			} else {
+				e.filter(&ev, sl)
+			}
+			select {
+			case full <- sl:
+			case <-stop:
+				return
+			}
+			if sl.err != nil {
+				return
+			}
 		}
-		return fmt.Errorf("export: %w", err)
+	}()
+	var err error
+	for sl := range full {
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil {
+			err = sl.err
+		}
+		if err == nil {
+			e.st.RowsScanned += int64(sl.cols.N)
+			err = e.rows(sl)
+		}
+		if err != nil {
+			select {
+			case <-stop:
+			default:
+				close(stop) // the reader stops; full is drained until it closes
+			}
+		}
+		free <- sl
 	}
-	c := &e.cols
-	e.st.RowsScanned += int64(c.N)
-	e.sel = slices.Grow(e.sel[:0], c.N)[:c.N]
-	e.ev.filter(e.cond, c, e.sel)
-	whole := b.MinStart >= e.from && b.MaxEnd < e.to
-	for i, ok := range e.sel {
-		if !ok || !whole && (c.Start[i] < e.from || c.Start[i] >= e.to) {
+	e.st.BlocksSkipped += int(skipped.Load())
+	e.st.BlocksCorrupt += int(corrupt.Load())
+	e.st.BlocksPruned += int(pruned.Load())
+	return err
+}
+
+// filter selects the decoded's rows that match the condition and whose
+// Start is in range.
+func (e *exporter) filter(ev *evaluator, sl *decoded) {
+	c := &sl.cols
+	sl.sel = slices.Grow(sl.sel[:0], c.N)[:c.N]
+	ev.filter(e.cond, c, sl.sel)
+	if b := sl.b; b.MinStart < e.from || b.MaxEnd >= e.to { // not every row's Start is in range
+		for i, st := range c.Start[:c.N] {
+			sl.sel[i] = sl.sel[i] && st >= e.from && st < e.to
+		}
+	}
+}
+
+// rows makes records of the decoded's selected rows and writes them in
+// batches.
+func (e *exporter) rows(sl *decoded) error {
+	for i, ok := range sl.sel {
+		if !ok {
 			continue
 		}
 		e.batch = append(e.batch, flow.Record{})
-		rowRecord(c, i, &e.batch[len(e.batch)-1])
+		rowRecord(&sl.cols, i, &e.batch[len(e.batch)-1])
 		if len(e.batch) == cap(e.batch) {
 			if err := e.flush(); err != nil {
 				return err
@@ -148,7 +228,7 @@ func (e *exporter) flush() error {
 	if err == nil {
 		e.st.Records += int64(len(e.batch))
 	}
-	clear(e.batch) // drop the block's strings and pointers: the next block must not pin them
+	clear(e.batch) // drop the blocks' strings and pointers: later blocks must not pin them
 	e.batch = e.batch[:0]
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrExportSink, err)
