@@ -2,7 +2,6 @@ package ipfix
 
 import (
 	"encoding/binary"
-	"time"
 	"unicode/utf8"
 )
 
@@ -12,8 +11,9 @@ import (
 // an options record of NodeOptions (scope observationDomainId, then the
 // name), announced when an Encoder's records name a node and again
 // whenever their node changes (the open message is finished first, so a
-// collector applies each name to the records after it), and with every
-// template refresh. A record's node costs nothing per record on the wire.
+// collector applies each name to the records after it; the next message
+// starts with the options template and record alone, not every
+// template), and with every template refresh. A record's node costs nothing per record on the wire.
 // The Decoder reads observationDomainName both ways: from options data as
 // the name of every later record of that session that names no node
 // itself, and from a data record as that record's node.
@@ -42,8 +42,9 @@ const MaxNodeName = 254
 func (e *Encoder) setNode(n string) error {
 	e.nodeRaw, e.nodeSent = n, true
 	e.node, _ = clipRunes(n, MaxNodeName)
-	e.buildTemplates()
-	e.lastTmpl = time.Time{} // due
+	e.buildTemplates() // refreshes carry the new name
+	e.nodeTmpl, e.nodeChunks = e.appendNodeOptions(e.nodeTmpl[:0], e.nodeChunks[:0])
+	e.nodeDue = true
 	return e.Flush()
 }
 

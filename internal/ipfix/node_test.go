@@ -144,3 +144,44 @@ func TestNodeOtherExporters(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeChangeAnnouncement: a change of node finishes the open message
+// and starts the next with the node's options template and record alone:
+// the data templates are not sent again until they are due.
+func TestNodeChangeAnnouncement(t *testing.T) {
+	var msgs [][]byte
+	e, _ := NewEncoder(Config{RefreshMessages: -1, RefreshInterval: -1}, func(m []byte) error { msgs = append(msgs, bytes.Clone(m)); return nil })
+	r := rand.New(rand.NewPCG(1, 1))
+	for i := range 20 {
+		rec := randRecord(r, i)
+		rec.Key.IPVersion, rec.DropPackets, rec.Sampling = 4, 0, 0
+		rec.Node = []string{"node-a", "node-b"}[i/10]
+		if err := e.Add(&rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Flush()
+	sets := func(m []byte) (ids []uint16) {
+		for p := headerLen; p+4 <= len(m); {
+			ids = append(ids, binary.BigEndian.Uint16(m[p:]))
+			p += int(binary.BigEndian.Uint16(m[p+2:]))
+		}
+		return ids
+	}
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2 (one per node)", len(msgs))
+	}
+	first, second := sets(msgs[0]), sets(msgs[1])
+	if first[0] != templateSet || !bytes.Contains(msgs[1], []byte("node-b")) || bytes.Contains(msgs[1], []byte("node-a")) {
+		t.Errorf("sets %v then %v", first, second)
+	}
+	for _, id := range second {
+		if id == templateSet {
+			t.Errorf("the data templates were sent again for a change of node: sets %v", second)
+		}
+	}
+	got, errs := collectAll(t, NewDecoder(DecoderConfig{}), msgs...)
+	if len(errs) > 0 || len(got) != 20 || got[9].Node != "node-a" || got[10].Node != "node-b" {
+		t.Fatalf("%d records, %v", len(got), errs)
+	}
+}
