@@ -53,8 +53,9 @@ var ErrExportSink = errors.New("export: sink")
 // interface, day and position in their file, so records are not in one
 // global time order. Blocks are decoded on a goroutine of their own while
 // the previous block's records are written; memory is three decoded
-// blocks and one batch of records, whatever the store's size. Damaged blocks are left out and
-// counted (Stats.BlocksCorrupt), as queries do. dst is not closed.
+// blocks and one batch of records, whatever the store's size. Damaged
+// blocks are left out and counted (BlocksCorrupt), as queries do. dst is
+// not closed.
 func ExportRecords(ctx context.Context, s *store.Store, x *Export, dst sink.Sink) (ExportStats, error) {
 	start := time.Now()
 	var st ExportStats
