@@ -100,7 +100,7 @@ func (d *Decoder) nodeName(s *session, b []byte) string {
 	d.nameBuf, changed = sanitise(d.nameBuf[:0], b, MaxNodeName)
 	raw, name := string(b), string(d.nameBuf)
 	if changed {
-		d.stats.NamesSanitised++
+		d.stats.NodesSanitised++
 	}
 	if d.grow(s, stringCost(len(raw), len(name))) {
 		s.lastNodeRaw, s.lastNode = raw, name

@@ -133,7 +133,11 @@ func TestNodeOtherExporters(t *testing.T) {
 		build(Version, 5, 1, set(256, rec(5, ""), rec(6, "own"))),                                                // named in the record wins
 		build(Version, 7, 1, set(TemplateNode, optRec("")), set(257, []byte{10, 0, 0, 7, 10, 0, 0, 99})),
 	}
-	got, errs := collectAll(t, NewDecoder(DecoderConfig{}), msgs...)
+	d := NewDecoder(DecoderConfig{})
+	got, errs := collectAll(t, d, msgs...)
+	if n := d.Stats().NodesSanitised; n != 1 {
+		t.Errorf("%d node names sanitised, want 1", n)
+	}
 	if len(errs) > 0 || len(got) != 7 {
 		t.Fatalf("%d records, errors %v", len(got), errs)
 	}
