@@ -26,7 +26,7 @@ import (
 func exportStore(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := store.Open(store.Config{Dir: dir, NoSync: true})
+	s, err := store.Open(store.Config{Dir: dir, NoSync: true, CloseTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

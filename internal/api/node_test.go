@@ -16,7 +16,7 @@ import (
 // (sorted, records without a node in none), and a query groups by node.
 func TestMetaNodes(t *testing.T) {
 	dir := t.TempDir()
-	s, err := store.Open(store.Config{Dir: dir, NoSync: true})
+	s, err := store.Open(store.Config{Dir: dir, NoSync: true, CloseTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

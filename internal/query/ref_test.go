@@ -77,7 +77,7 @@ func randRecords(r *rand.Rand, n int) []flow.Record {
 // writeStore writes recs in batches (one block per partition per batch).
 func writeStore(t testing.TB, recs []flow.Record, batch int) *store.Store {
 	t.Helper()
-	s, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour})
+	s, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour, CloseTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
