@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
@@ -167,7 +168,7 @@ func TestListNodes(t *testing.T) {
 	if code := run([]string{"query", "-d", dir, "--list", "-o", "json"}, &out, &errb); code != exitOK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var spans []ifaceSpan
+	var spans []api.IfaceSpan
 	if err := json.Unmarshal(out.Bytes(), &spans); err != nil || len(spans) != 1 || !slices.Equal(spans[0].Nodes, []string{"node-a", "node-b"}) {
 		t.Fatalf("%v %+v", err, spans)
 	}

@@ -59,6 +59,9 @@ type IfaceSpan struct {
 	Blocks int       `json:"blocks"`
 	Flows  int64     `json:"flows"`
 	Bytes  int64     `json:"bytes"` // on disk
+	// Nodes are where the interface's records were observed, sorted
+	// (records without a node in none; the store backend fills it).
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // LiveFunc returns the flows a running capture holds now (in its tables,
@@ -157,10 +160,16 @@ func (b *StoreBackend) Holdings(ctx context.Context) (*Holdings, error) {
 					nodes[n] = true
 					h.Nodes = append(h.Nodes, n)
 				}
+				if n != "" && !slices.Contains(sp.Nodes, n) {
+					sp.Nodes = append(sp.Nodes, n)
+				}
 			}
 		}
 	}
 	slices.Sort(h.Nodes)
+	for i := range h.Interfaces {
+		slices.Sort(h.Interfaces[i].Nodes)
+	}
 	for i := range h.Interfaces {
 		sp := &h.Interfaces[i]
 		sp.Days = len(days[sp.Iface])
