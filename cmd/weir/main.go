@@ -30,6 +30,7 @@ func commands() []cli.Command {
 		{Name: "capture", Summary: "turn packets into flow records: live (-i), from a capture file, or synthetic", Run: runCapture},
 		{Name: "collect", Summary: "receive IPFIX (UDP, TCP, TLS) and NetFlow v9/v5 from exporters into the same sinks", Run: runCollect},
 		{Name: "query", Summary: "answer questions from the flow store or ClickHouse: top talkers, conversations, over time", Run: runQuery},
+		{Name: "export", Summary: "stream stored records whole, as JSON lines or CSV or to Kafka and IPFIX (back-fill ClickHouse)", Run: runExport},
 		{Name: "serve", Summary: "the web console and HTTP API v1 over a flow store (docs/api.md)", Run: runServeCmd},
 		{Name: "services explain", Summary: "the service model compiled to datapath rows that serve a VIP", Run: runServicesExplain},
 		{Name: "clickhouse setup", Summary: "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka", Run: runClickhouseSetup},

@@ -51,7 +51,7 @@ func (o *queryOpts) flagSet() *flag.FlagSet {
 	fs.DurationVar(&a.Resolution, "resolution", 0, "time bin width; implies grouping by time (default 5m when grouping by time)")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or csv")
 	fs.StringVar(&o.output, "o", "table", "short for --output")
-	fs.BoolVar(&o.list, "list", false, "list the stored interfaces with their time spans, records and size")
+	fs.BoolVar(&o.list, "list", false, "list the stored interfaces with their time spans, records, size and nodes")
 	fs.BoolVar(&o.live, "live", false, "add what a running capture has not written out yet: flows in its tables and records awaiting the next writeout (from --live-url)")
 	fs.StringVar(&o.liveURL, "live-url", query.DefaultLiveURL, "where the running capture serves its live flows (loopback only; https:// when it has --api-tls-cert)")
 	fs.StringVar(&o.liveToken, "api-token-file", "", "with --live: send the bearer token in this `file` (the capture's --api-token-file)")

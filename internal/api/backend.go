@@ -40,7 +40,8 @@ type Backend interface {
 type Holdings struct {
 	Interfaces []IfaceSpan `json:"interfaces"`
 	// Nodes are the observation points whose flows the backend holds
-	// (fleet backends; empty for a single host's store).
+	// (flow.Record.Node: agents' node names, collected exporters),
+	// sorted; records without a node are in no entry.
 	Nodes []string `json:"nodes"`
 	// First and Last bound the stored flows (earliest start, latest end);
 	// nil when nothing is stored.
@@ -58,6 +59,9 @@ type IfaceSpan struct {
 	Blocks int       `json:"blocks"`
 	Flows  int64     `json:"flows"`
 	Bytes  int64     `json:"bytes"` // on disk
+	// Nodes are where the interface's records were observed, sorted
+	// (records without a node in none; the store backend fills it).
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // LiveFunc returns the flows a running capture holds now (in its tables,
@@ -114,7 +118,8 @@ func (b *StoreBackend) Live(ctx context.Context) ([]flow.Record, error) {
 }
 
 // Holdings lists the stored interfaces with their spans, from the
-// blocks' summaries (no block is read).
+// blocks' summaries, and the nodes, from each block's node column (a few
+// bytes a block; a damaged one is left out, as queries leave it).
 func (b *StoreBackend) Holdings(ctx context.Context) (*Holdings, error) {
 	bl, err := b.st.Blocks(0, 0, nil)
 	if err != nil {
@@ -123,6 +128,8 @@ func (b *StoreBackend) Holdings(ctx context.Context) (*Holdings, error) {
 	h := &Holdings{Interfaces: []IfaceSpan{}, Nodes: []string{}, Live: b.live != nil}
 	at := map[string]int{}
 	days := map[string]map[string]bool{}
+	nodes := map[string]bool{}
+	var names []string
 	for i := range bl {
 		if i%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -147,6 +154,21 @@ func (b *StoreBackend) Holdings(ctx context.Context) (*Holdings, error) {
 		sp.Flows += int64(blk.Rows)
 		sp.Bytes += int64(blk.Size)
 		days[blk.Iface][blk.Day] = true
+		if names, err = b.st.Nodes(blk, names[:0]); err == nil {
+			for _, n := range names {
+				if n != "" && !nodes[n] {
+					nodes[n] = true
+					h.Nodes = append(h.Nodes, n)
+				}
+				if n != "" && !slices.Contains(sp.Nodes, n) {
+					sp.Nodes = append(sp.Nodes, n)
+				}
+			}
+		}
+	}
+	slices.Sort(h.Nodes)
+	for i := range h.Interfaces {
+		slices.Sort(h.Interfaces[i].Nodes)
 	}
 	for i := range h.Interfaces {
 		sp := &h.Interfaces[i]

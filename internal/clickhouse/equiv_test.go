@@ -21,7 +21,8 @@ var day0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // equivRecords are gendb's records (IPv4 and IPv6, TCP, UDP, ICMP, two
 // interfaces, a day) with NAT, drops, deny flows, marks, sampling and
-// enrichment added to some, so that every attribute has several values.
+// enrichment added to some, and three nodes, so that every attribute has
+// several values.
 func equivRecords(t *testing.T) []flow.Record {
 	var out []flow.Record
 	cfg := gendb.Config{Days: 1, BlocksPerDay: 48, FlowsPerBlock: 80, Clients: 60, Servers: 12, Ifaces: []string{"eth0", "eth1"}, Start: day0, IPv6Share: 0.1}
@@ -57,6 +58,7 @@ func equivRecords(t *testing.T) []flow.Record {
 		if i%17 == 0 {
 			r.Sampling = 100
 		}
+		r.Node = []string{"node-a", "node-b", "192.0.2.9"}[i/50%3] // runs, as from several agents' batches
 	}
 	return out
 }
@@ -130,6 +132,9 @@ func testEquivalence(t *testing.T, c Conn) {
 		{group: "sip,dip,sport,dport,proto", cond: "vlan = 0 and port != 53", from: at(7, 0), to: at(7, 45), table: "flows"},
 		{group: "dip", cond: "dip = 172.16.0.1", from: at(0, 0).Add(time.Second), table: "flows"},
 		{group: "sip", cond: "sip = 10.250.250.250", table: "flows_1h"}, // no match
+		{group: "node,iface", table: "flows_1h"},
+		{group: "time,node", res: time.Hour, cond: `node = "node-b" or node = 192.0.2.9`, limit: 2, table: "flows_1h"},
+		{group: "node,src_workload", cond: `node != "node-a"`, table: "flows"},
 	} {
 		name := tc.group + " " + tc.cond
 		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {

@@ -116,7 +116,7 @@ func translate(q *query.Query, db string, f Features) (*plan, error) {
 
 // groupCol is the column of each group attribute read as is.
 var groupCol = map[query.Attr]string{
-	query.AttrIface: "iface", query.AttrSrcPort: "src_port", query.AttrDstPort: "dst_port", query.AttrProto: "proto",
+	query.AttrNode: "node", query.AttrIface: "iface", query.AttrSrcPort: "src_port", query.AttrDstPort: "dst_port", query.AttrProto: "proto",
 	query.AttrDropReason: "drop_reason", query.AttrSampling: "sampling",
 	query.AttrNATSrcIP: "nat_src_addr", query.AttrNATDstIP: "nat_dst_addr", query.AttrNATSrcPort: "nat_src_port", query.AttrNATDstPort: "nat_dst_port",
 	query.AttrVerdict: "verdict", query.AttrRule: "rule", query.AttrMark: "ct_mark", query.AttrZone: "ct_zone",
@@ -149,8 +149,8 @@ func bounds(q *query.Query) (from, to int64) {
 // rollupGroup are the group attributes a rollup keeps, and rollupCond the
 // condition attributes it can test.
 var (
-	rollupGroup = []query.Attr{query.AttrTime, query.AttrIface, query.AttrSrcIP, query.AttrDstIP, query.AttrDstPort, query.AttrProto}
-	rollupCond  = []string{"sip", "dip", "host", "dport", "proto", "iface"}
+	rollupGroup = []query.Attr{query.AttrTime, query.AttrNode, query.AttrIface, query.AttrSrcIP, query.AttrDstIP, query.AttrDstPort, query.AttrProto}
+	rollupCond  = []string{"sip", "dip", "host", "dport", "proto", "iface", "node"}
 )
 
 // chooseRollup returns the coarsest rollup that answers q exactly, or
@@ -234,7 +234,7 @@ func cond(s *Stmt, n *query.CondNode) error {
 			col = l.Attr
 		}
 		s.S("(", col, " ", l.Op, " ").Uint(l.Num).S(")")
-	case "iface", "rule", "src_workload", "src_namespace", "src_node", "dst_workload", "dst_namespace", "dst_node",
+	case "node", "iface", "rule", "src_workload", "src_namespace", "src_node", "dst_workload", "dst_namespace", "dst_node",
 		"service", "service_backends", "service_group":
 		s.S("(", l.Attr, " ", l.Op, " ").Str(l.Str).S(")")
 	case "drop_reason": // compared ignoring ASCII case: upper() changes ASCII letters only
@@ -347,6 +347,8 @@ func (p *plan) read(r *reader) query.Row {
 			if t := int64(r.u64()); t != 0 {
 				k.Time = time.Unix(0, t).UTC()
 			}
+		case query.AttrNode:
+			k.Node = r.str()
 		case query.AttrIface:
 			k.Iface = r.str()
 		case query.AttrSrcIP:

@@ -61,3 +61,7 @@ func civil(days int64) (y, m, d int64) {
 	}
 	return y, m, d
 }
+
+// AppendTime appends Unix nanoseconds ns as the JSON record's time
+// (RFC 3339 UTC, nine fractional digits), for other record formats.
+func AppendTime(b []byte, ns int64) []byte { return appendTime(b, ns) }

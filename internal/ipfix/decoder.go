@@ -159,8 +159,12 @@ type DecodeStats struct {
 	// records whose name could not be interned (the session's 256 names,
 	// the exporter's or the budget's bounds): they carry flow.OtherIface.
 	NamesSanitised, NamesRefused uint64
-	Evicted                      [NumEvictReasons]uint64 // sessions forgotten, by reason
-	Errors                       [NumDecodeErrors]uint64
+	// NodesSanitised counts node names (observationDomainName) that
+	// were not printable UTF-8 of at most MaxNodeName bytes: replaced
+	// and cut likewise.
+	NodesSanitised uint64
+	Evicted        [NumEvictReasons]uint64 // sessions forgotten, by reason
+	Errors         [NumDecodeErrors]uint64
 }
 
 // Add adds o's counters to s (the gauges too: live templates, sessions
@@ -189,6 +193,7 @@ func (s *DecodeStats) Add(o *DecodeStats) {
 	s.NoTime += o.NoTime
 	s.NamesSanitised += o.NamesSanitised
 	s.NamesRefused += o.NamesRefused
+	s.NodesSanitised += o.NodesSanitised
 	for i := range s.Evicted {
 		s.Evicted[i] += o.Evicted[i]
 	}

@@ -31,8 +31,11 @@ type ifName struct{ raw, name string }
 // MaxNameLen bytes: invalid bytes and unprintable runes (control
 // characters, terminal escapes) become U+FFFD, and the name is cut at a
 // rune boundary. It reports whether the name changed.
-func SanitiseName(dst, b []byte) ([]byte, bool) {
-	if len(b) <= MaxNameLen {
+func SanitiseName(dst, b []byte) ([]byte, bool) { return sanitise(dst, b, MaxNameLen) }
+
+// sanitise is SanitiseName with a bound of max bytes.
+func sanitise(dst, b []byte, max int) ([]byte, bool) {
+	if len(b) <= max {
 		ok := true
 		for _, c := range b {
 			if c < 0x20 || c > 0x7e {
@@ -51,7 +54,7 @@ func SanitiseName(dst, b []byte) ([]byte, bool) {
 		if (r == utf8.RuneError && size == 1) || !unicode.IsPrint(r) {
 			r, changed = utf8.RuneError, true
 		}
-		if len(dst)-start+utf8.RuneLen(r) > MaxNameLen {
+		if len(dst)-start+utf8.RuneLen(r) > max {
 			return dst, true
 		}
 		dst = utf8.AppendRune(dst, r)

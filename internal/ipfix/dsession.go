@@ -49,6 +49,8 @@ type session struct {
 	lastRaw                   string            // the last interface name as sent (cut), and
 	lastName                  string            // what it became: records come in runs
 	ent                       entIntern         // interned enterprise values (dent.go)
+	node                      string            // the observation domain's name from options data (node.go), "" for none
+	lastNodeRaw, lastNode     string            // the last node name as sent and what it became
 	// newer and older link the sessions of one exporter address in a
 	// decoder, most recently used first.
 	newer, older *session

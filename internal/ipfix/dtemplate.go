@@ -85,6 +85,7 @@ const (
 	kRule
 	kMark
 	kZone
+	kNodeName // observationDomainName (node.go)
 )
 
 // ieKind maps IANA information element ids (also NetFlow v9 field types,
@@ -101,6 +102,7 @@ var ieKind = map[uint16]uint8{
 	132: kDropBytes, 133: kDropPackets, 89: kFwdStatus,
 	225: kPostSrc4, 226: kPostDst4, 281: kPostSrc6, 282: kPostDst6, 227: kPostSrcPort, 228: kPostDstPort,
 	233: kFwEvent, ieCiscoFwEvent: kFwEvent, // 40005 only in NetFlow v9: IPFIX ids stop at 32767
+	IEObservationDomainName: kNodeName,
 }
 
 // ieKinds is ieKind as an array: a template of 512 fields is compiled
@@ -267,7 +269,7 @@ func fits(k uint8, l uint16) bool {
 		return l == 4
 	case kSrc6, kDst6, kPostSrc6, kPostDst6:
 		return l == 16
-	case kIfName, kSkip, kRule, kEnt0, kEnt0 + 1, kEnt0 + 2, kEnt0 + 3, kEnt0 + 4, kEnt0 + 5, kEnt0 + 6, kEnt0 + 7, kEnt0 + 8:
+	case kIfName, kSkip, kRule, kNodeName, kEnt0, kEnt0 + 1, kEnt0 + 2, kEnt0 + 3, kEnt0 + 4, kEnt0 + 5, kEnt0 + 6, kEnt0 + 7, kEnt0 + 8:
 		return true
 	case kSvcMatch:
 		return l == 1
@@ -333,6 +335,7 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	var smp sampling
 	var post postNAT
 	var ent uint16 // enterprise strings found: bit i for d.entS[i]
+	var haveNode bool
 	p := 0
 	for _, o := range t.ops {
 		l := int(o.length)
@@ -495,6 +498,8 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 			r.Mark = uint32(v)
 		case kZone:
 			r.Zone = uint16(v)
+		case kNodeName: // an empty one names none in a data record, clears the domain's name in options data
+			r.Node, haveNode = d.nodeName(s, f), len(f) > 0 || t.options
 		}
 	}
 	if ent != 0 && !t.options {
@@ -522,8 +527,14 @@ func (d *Decoder) record(s *session, t *template, b []byte, h *msgHeader) (int, 
 	}
 	if t.options {
 		d.learnSampling(s, &smp)
+		if haveNode { // the observation domain's name: the node of its records that name none
+			s.node = r.Node
+		}
 	} else {
 		r.Sampling = d.samplingOf(s, &smp)
+		if !haveNode {
+			r.Node = s.node
+		}
 	}
 	if sysInit == 0 {
 		sysInit = s.sysInit

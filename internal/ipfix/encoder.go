@@ -97,6 +97,15 @@ type Encoder struct {
 	es    [entStrings]string         // the enriched record's strings, fitted (enterprise.go)
 	cut   uint64                     // strings cut to fit
 	rev   flow.Record                // Unidirectional: the reverse direction's record (uni.go)
+	// The node announced (node.go): as the records name it, and as sent
+	// (cut); nodeSent once a node was announced (then "" is announced too).
+	nodeRaw, node string
+	nodeSent      bool
+	// nodeDue: the next message starts with the node's options template
+	// and record alone (nodeTmpl, cut into nodeChunks).
+	nodeDue    bool
+	nodeTmpl   []byte
+	nodeChunks []chunk
 }
 
 // ErrBadConfig is wrapped by NewEncoder's configuration errors.
@@ -192,6 +201,11 @@ func (e *Encoder) Flows() uint32 { return e.flows }
 // the open message and announces them (announce). It allocates nothing
 // (but for that, once each).
 func (e *Encoder) Add(r *flow.Record) error {
+	if r.Node != e.nodeRaw { // the node changed: say so before its records
+		if err := e.setNode(r.Node); err != nil {
+			return err
+		}
+	}
 	ti := 0
 	if r.Key.IPVersion == 6 {
 		ti = 1
@@ -339,26 +353,38 @@ func (e *Encoder) start(need int) error {
 	due := e.lastTmpl.IsZero() ||
 		(e.cfg.RefreshMessages > 0 && e.sinceTmpl >= e.cfg.RefreshMessages) ||
 		(e.cfg.RefreshInterval > 0 && now.Sub(e.lastTmpl) >= e.cfg.RefreshInterval)
-	if due {
-		e.lastTmpl, e.sinceTmpl = now, 0
-		prev := 0
-		for _, c := range e.chunks {
-			if (e.cfg.OneSet || len(e.msg)+c.end-prev > e.cfg.MTU) && len(e.msg) > headerLen {
-				if err := e.Flush(); err != nil {
-					return err
-				}
-				e.begin()
-			}
-			e.msg = append(e.msg, e.tmpl[prev:c.end]...)
-			e.nopt += c.opts
-			prev = c.end
-		}
-		if n := setHeaderLen + need; e.cfg.OneSet || len(e.msg)+n+e.pad(n) > e.cfg.MTU {
+	switch {
+	case due:
+		e.lastTmpl, e.sinceTmpl, e.nodeDue = now, 0, false
+		return e.sendChunks(e.tmpl, e.chunks, need)
+	case e.nodeDue: // only the node's name changed (node.go)
+		e.nodeDue = false
+		return e.sendChunks(e.nodeTmpl, e.nodeChunks, need)
+	}
+	return nil
+}
+
+// sendChunks puts the announcement tmpl (cut into chunks) in the open
+// message, in as many messages as it takes, and leaves room for a first
+// record of need bytes.
+func (e *Encoder) sendChunks(tmpl []byte, chunks []chunk, need int) error {
+	prev := 0
+	for _, c := range chunks {
+		if (e.cfg.OneSet || len(e.msg)+c.end-prev > e.cfg.MTU) && len(e.msg) > headerLen {
 			if err := e.Flush(); err != nil {
 				return err
 			}
 			e.begin()
 		}
+		e.msg = append(e.msg, tmpl[prev:c.end]...)
+		e.nopt += c.opts
+		prev = c.end
+	}
+	if n := setHeaderLen + need; e.cfg.OneSet || len(e.msg)+n+e.pad(n) > e.cfg.MTU {
+		if err := e.Flush(); err != nil {
+			return err
+		}
+		e.begin()
 	}
 	return nil
 }

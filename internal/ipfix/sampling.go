@@ -123,6 +123,9 @@ func (e *Encoder) buildTemplates() {
 			cs = append(cs, chunk{end: len(b), opts: 1})
 		}
 	}
+	if e.nodeSent {
+		b, cs = e.appendNodeOptions(b, cs)
+	}
 	e.tmpl, e.chunks = b, cs
 }
 

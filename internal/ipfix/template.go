@@ -32,6 +32,9 @@
 // 32 more templates with an enterprise block (enterprise.go), announced
 // the same way; without one they are not exported.
 //
+// The node (flow.Record.Node) travels as observationDomainName in an
+// options record, announced when it changes (node.go): nothing per record.
+//
 // The Decoder reads IPFIX, NetFlow v9 and v5 from any exporter into
 // flow.Record: the elements above from any template, in any order.
 package ipfix

@@ -27,6 +27,7 @@ type gkey struct {
 // zone of the group (each zero when not grouped by; nat says whether the
 // group's records were translated, when grouped by a NAT attribute).
 type label struct {
+	node               string
 	iface, reason      string
 	sampling           uint32
 	nat                bool
@@ -47,7 +48,7 @@ var maxLabels = 1<<24 - 1
 // errTooManyLabels fails a query whose groups need more than maxLabels
 // label ids.
 func errTooManyLabels() error {
-	return fmt.Errorf("query: more than %d distinct (iface, drop_reason, sampling, nat_*, verdict, rule, ct_mark, ct_zone, workload and service) groups", maxLabels)
+	return fmt.Errorf("query: more than %d distinct (node, iface, drop_reason, sampling, nat_*, verdict, rule, ct_mark, ct_zone, workload and service) groups", maxLabels)
 }
 
 // sums are a group's counters in the group table. The drop counters, zero
@@ -211,7 +212,7 @@ func (g *agg) public(k gkey) Key {
 	p := Key{SrcPort: uint16(k.rest >> 48), DstPort: uint16(k.rest >> 32), Proto: uint8(k.rest >> 24)}
 	if id := k.rest & 0xffffff; id != 0 && id <= uint64(len(g.labels)) {
 		l := &g.labels[id-1]
-		p.Iface, p.DropReason, p.Sampling = l.iface, l.reason, l.sampling
+		p.Node, p.Iface, p.DropReason, p.Sampling = l.node, l.iface, l.reason, l.sampling
 		p.NATed, p.NATSrcPort, p.NATDstPort = l.nat, l.natSPort, l.natDPort
 		if l.natSrc.ver != 0 {
 			p.NATSrcIP = addrOf(&l.natSrc.a, l.natSrc.ver)

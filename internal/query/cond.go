@@ -43,6 +43,7 @@ const (
 	aServiceBackends
 	aServiceGroup
 	aServiceMatch
+	aNode // where the record was observed: "" when not set
 )
 
 func (a attr) isAddr() bool { return a <= aAddr || a == aNATSrcAddr || a == aNATDstAddr }
@@ -52,7 +53,7 @@ func (a attr) isNAT() bool  { return a >= aNATSrcAddr && a <= aNATDstPort }
 var attrShow = [...]string{"sip", "dip", "host", "sport", "dport", "port", "proto", "iface", "vlan", "drop_reason", "sampling",
 	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone",
 	"src_workload", "src_namespace", "src_node", "dst_workload", "dst_namespace", "dst_node",
-	"service", "service_backends", "service_group", "service_match"}
+	"service", "service_backends", "service_group", "service_match", "node"}
 
 type cmpOp uint8
 
@@ -178,7 +179,7 @@ func (l *leaf) value() string {
 		return `""`
 	case l.attr == aVerdict:
 		return quote(flow.Verdict(l.num).String())
-	case l.attr == aRule || l.attr.isEnrichStr():
+	case l.attr == aRule || l.attr == aNode || l.attr.isEnrichStr():
 		return quote(l.str)
 	case l.attr == aServiceMatch:
 		return quote(flow.ServiceMatch(l.num).String())
@@ -244,6 +245,8 @@ func (l *leaf) needs() store.Column {
 		return store.ColZone
 	case aServiceMatch:
 		return store.ColServiceMatch
+	case aNode:
+		return store.ColNode
 	}
 	if l.attr.isEnrichStr() {
 		return enrichCol(int(l.attr - aSrcWorkload))
@@ -281,6 +284,8 @@ func (l *leaf) mayMatch(b *store.BlockInfo) bool {
 		return l.strMay(b, store.ColDropReason)
 	case aRule:
 		return l.strMay(b, store.ColRule)
+	case aNode:
+		return l.strMay(b, store.ColNode)
 	case aVerdict:
 		return l.rangeMay(b, store.ColVerdict)
 	case aMark:
@@ -295,7 +300,7 @@ func (l *leaf) mayMatch(b *store.BlockInfo) bool {
 	return true
 }
 
-// strMay judges a drop_reason or rule leaf by the block's range of string
+// strMay judges a drop_reason, rule or node leaf by the block's range of string
 // lengths: no string of the value's length means no equal one, and a
 // block whose strings are all empty has none unequal to "".
 func (l *leaf) strMay(b *store.BlockInfo, col store.Column) bool {

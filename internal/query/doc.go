@@ -1,5 +1,5 @@
 // Package query answers questions about stored flows: which groups (by
-// time, interface, addresses, ports, protocol, drop reason, sampling rate,
+// time, node, interface, addresses, ports, protocol, drop reason, sampling rate,
 // NAT, verdict, conntrack, workloads and services)
 // carried the most bytes, packets or flows, or had the most packets or
 // bytes dropped, under a condition, over a time range.
@@ -32,13 +32,15 @@
 // src_workload, src_namespace, src_node, dst_workload, dst_namespace,
 // dst_node (the workloads at the two ends), service, service_backends,
 // service_group (the service the flow reached; all exact strings, ""
-// when not known) and service_match (vip, nat, backend, ambiguous, or ""
-// / none). Address
+// when not known), service_match (vip, nat, backend, ambiguous, or ""
+// / none) and node (where the record was observed: an agent's
+// --node-name or host name, a collector's exporter; exact, "" when not
+// set). Address
 // values are an address or a CIDR prefix (10.0.0.0/8, 2001:db8::/32); an
 // IPv4 value never matches an IPv6 row. Ports take numbers or service names
 // (https), proto numbers or names (tcp, udp, icmp, icmpv6, gre, ...), and a
 // protocol name alone means proto = name. Addresses, iface, drop_reason,
-// verdict, rule and the workload and service attributes compare only
+// verdict, rule, node and the workload and service attributes compare only
 // with = and !=. For the either-side attributes, != means neither side
 // ("port != 22"), every other operator means either side, so "not X" is
 // always the exact negation of X. Words may be quoted with ' or " (a

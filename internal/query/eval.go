@@ -102,6 +102,8 @@ func (l *leaf) eval(c *store.Columns, sel []bool, e *evaluator) {
 		for i, r := range c.Rule[:len(sel)] {
 			sel[i] = (r == l.str) == want
 		}
+	case aNode:
+		l.evalNode(c.Node[:len(sel)], sel)
 	case aVerdict:
 		evalNum(l.op, l.num, c.Verdict, sel)
 	case aMark:
@@ -193,5 +195,19 @@ func evalNum[T uint8 | uint16 | uint32](op cmpOp, x uint64, v []T, sel []bool) {
 		for i := range sel {
 			sel[i] = v[i] >= t
 		}
+	}
+}
+
+// evalNode compares the rows' nodes with the leaf's (exactly). A block
+// holds one node or a few in runs, and rows of a run share their string's
+// bytes: a row with the previous row's node takes its result.
+func (l *leaf) evalNode(nodes []string, sel []bool) {
+	want := l.op == opEq
+	last, lastRes := "", "" == l.str == want
+	for i, n := range nodes {
+		if n != last { // one comparison of lengths (and pointers) for a run
+			last, lastRes = n, (n == l.str) == want
+		}
+		sel[i] = lastRes
 	}
 }

@@ -27,7 +27,7 @@ type CondLeaf struct {
 	// Attr is the attribute's canonical name: sip, dip, host, sport,
 	// dport, port, proto, iface, vlan, drop_reason, sampling, nat_src_ip,
 	// nat_dst_ip, nat_src_port, nat_dst_port, verdict, rule, ct_mark,
-	// ct_zone, the enrichment names, service_match.
+	// ct_zone, the enrichment names, service_match, node.
 	Attr string
 	Op   string // =, !=, <, <=, >, >=
 	// All is for host, net and port: every side must satisfy Op (else

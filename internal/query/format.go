@@ -54,6 +54,8 @@ func cell(k *Key, a Attr) string {
 	switch a {
 	case AttrTime:
 		return k.Time.Format(time.RFC3339)
+	case AttrNode:
+		return k.Node
 	case AttrIface:
 		return k.Iface
 	case AttrSrcIP:
@@ -104,7 +106,7 @@ func cell(k *Key, a Attr) string {
 // value (a drop reason, verdict or rule that is "", a NAT attribute of
 // records not translated); CSV leaves the cell empty, JSON has "" or null.
 func noneInTable(a Attr) bool {
-	return a == AttrDropReason || a == AttrVerdict || a == AttrRule || a.isNAT() || a.isEnrichStr() || a == AttrServiceMatch
+	return a == AttrNode || a == AttrDropReason || a == AttrVerdict || a == AttrRule || a.isNAT() || a.isEnrichStr() || a == AttrServiceMatch
 }
 
 // showDrops says whether the table and CSV have the drop columns: when
@@ -177,6 +179,7 @@ func percent(part, whole uint64) string {
 // jsonRow is a row in the JSON and CSV output: exact numbers.
 type jsonRow struct {
 	Time    *time.Time `json:"time,omitempty"`
+	Node    *string    `json:"node,omitempty"` // "" when not set
 	Iface   *string    `json:"iface,omitempty"`
 	SrcIP   *string    `json:"sip,omitempty"`
 	DstIP   *string    `json:"dip,omitempty"`
@@ -233,6 +236,8 @@ func (res *Result) jsonRows() []jsonRow {
 			switch a {
 			case AttrTime:
 				j.Time = &r.Time
+			case AttrNode:
+				j.Node = &r.Node
 			case AttrIface:
 				j.Iface = &r.Iface
 			case AttrSrcIP:

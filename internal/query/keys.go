@@ -5,6 +5,9 @@ import "github.com/weir-dev/weir/internal/store"
 // rowLabel is row i's label: base with the grouped label attributes.
 func (sc *scanner) rowLabel(l label, c *store.Columns, i int) label {
 	g := &sc.group
+	if g[AttrNode] {
+		l.node = c.Node[i]
+	}
 	if g[AttrDropReason] {
 		l.reason = c.DropReason[i]
 	}
@@ -57,6 +60,9 @@ func (sc *scanner) rowLabel(l label, c *store.Columns, i int) label {
 func (k *Key) compare(o *Key) int {
 	if c := k.Time.Compare(o.Time); c != 0 {
 		return c
+	}
+	if k.Node != o.Node {
+		return cmpStr(k.Node, o.Node)
 	}
 	if k.Iface != o.Iface {
 		return cmpStr(k.Iface, o.Iface)

@@ -105,6 +105,7 @@ type jsonRecord struct {
 	Start           time.Time  `json:"start"`
 	End             time.Time  `json:"end"`
 	Iface           string     `json:"iface"`
+	Node            string     `json:"node"`
 	VLAN            uint16     `json:"vlan"`
 	DropPackets     uint64     `json:"drop_packets"`
 	DropBytes       uint64     `json:"drop_bytes"`
@@ -161,7 +162,7 @@ func ReadRecords(r io.Reader, limit int) ([]flow.Record, error) {
 		rec.Key.ICMPType, rec.Key.ICMPCode = j.ICMPType, j.ICMPCode
 		rec.Packets, rec.Bytes, rec.RevPackets, rec.RevBytes = j.Packets, j.Bytes, j.RevPackets, j.RevBytes
 		rec.TCPFlags, rec.RevTCPFlags, rec.VLAN = j.TCPFlags, j.RevTCPFlags, j.VLAN
-		rec.Start, rec.End, rec.Iface = j.Start.UnixNano(), j.End.UnixNano(), j.Iface
+		rec.Start, rec.End, rec.Iface, rec.Node = j.Start.UnixNano(), j.End.UnixNano(), j.Iface, j.Node
 		rec.DropPackets, rec.DropBytes, rec.DropReason, rec.Sampling = j.DropPackets, j.DropBytes, j.DropReason, j.Sampling
 		if j.NATSrcIP.IsValid() || j.NATDstIP.IsValid() {
 			if !j.NATSrcIP.IsValid() || !j.NATDstIP.IsValid() || j.NATSrcIP.Is4() != j.SrcIP.Is4() || j.NATDstIP.Is4() != j.SrcIP.Is4() {
@@ -228,6 +229,7 @@ func recordColumns(recs []flow.Record, ifaces []string) []store.Columns {
 		c.Mark, c.Zone = append(c.Mark, r.Mark), append(c.Zone, r.Zone)
 		c.SrcWorkload, c.DstWorkload = append(c.SrcWorkload, r.SrcWorkload), append(c.DstWorkload, r.DstWorkload)
 		c.Service, c.ServiceMatch = append(c.Service, r.Service), append(c.ServiceMatch, uint8(r.ServiceMatch))
+		c.Node = append(c.Node, r.Node)
 	}
 	out := make([]store.Columns, 0, len(names))
 	for _, n := range names {

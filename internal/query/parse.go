@@ -166,6 +166,7 @@ var attrNames = map[string]attr{
 	"dst_workload": aDstWorkload, "dst_namespace": aDstNamespace, "dst_node": aDstNode,
 	"service": aService, "service_backends": aServiceBackends, "service_group": aServiceGroup,
 	"service_match": aServiceMatch,
+	"node":          aNode,
 }
 
 // primitive := ATTR [OP] VALUE | PROTONAME
@@ -183,7 +184,7 @@ func (p *parser) primitive() (node, error) {
 		} else {
 			msg += "; want sip, dip, host, net, snet, dnet, sport, dport, port, proto, iface, vlan, drop_reason, sampling, " +
 				"nat_src_ip, nat_dst_ip, nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload, dst_workload, " +
-				"src_namespace, dst_namespace, src_node, dst_node, service, service_backends, service_group, service_match or a protocol name"
+				"src_namespace, dst_namespace, src_node, dst_node, service, service_backends, service_group, service_match, node or a protocol name"
 		}
 		return nil, p.errAt(t, msg)
 	}
@@ -191,7 +192,7 @@ func (p *parser) primitive() (node, error) {
 	if o := p.peek(); o.kind == tOp {
 		p.next()
 		l.op = ops[o.text]
-		if (a.isAddr() || a == aIface || a == aDropReason || a == aVerdict || a == aRule || a.isEnrichStr() || a == aServiceMatch) && l.op != opEq && l.op != opNe {
+		if (a.isAddr() || a == aIface || a == aDropReason || a == aVerdict || a == aRule || a == aNode || a.isEnrichStr() || a == aServiceMatch) && l.op != opEq && l.op != opNe {
 			return nil, p.errAt(o, fmt.Sprintf("%s compares only with = or !=", name))
 		}
 	}
@@ -229,7 +230,7 @@ func (l *leaf) setValue(w string) string {
 			return `expected a verdict: deny, or "" or none for records without one`
 		}
 		l.num = uint64(v)
-	case aRule, aSrcWorkload, aSrcNamespace, aSrcNode, aDstWorkload, aDstNamespace, aDstNode, aService, aServiceBackends, aServiceGroup:
+	case aRule, aNode, aSrcWorkload, aSrcNamespace, aSrcNode, aDstWorkload, aDstNamespace, aDstNode, aService, aServiceBackends, aServiceGroup:
 		l.str = w
 	case aServiceMatch:
 		m, err := flow.ParseServiceMatch(strings.ToLower(w))

@@ -26,6 +26,9 @@ var (
 	ifPool   = []string{"eth0", "eth1", "wg0"}
 	// dropPool are drop reasons; "" is a drop without a known reason.
 	dropPool = []string{"NO_SOCKET", "NETFILTER_DROP", "TCP_CSUM", ""}
+	// nodePool are nodes: agents' names, a collector's exporter address,
+	// and "" (records from before nodes, or a source without one).
+	nodePool = []string{"node-a", "node-b", "192.0.2.7", ""}
 )
 
 // randRecords makes n records over about two days (so two day partitions),
@@ -56,6 +59,7 @@ func randRecords(r *rand.Rand, n int) []flow.Record {
 			rec.VLAN = 10
 		}
 		rec.EndReason = flow.ReasonIdle
+		rec.Node = nodePool[i/97%len(nodePool)] // in runs, not drawn: the other draws stay as they were
 		// Only eth1 (as an eBPF source with drops and sampling) has
 		// drops, so that eth0 and wg0 blocks have none.
 		if rec.Iface == "eth1" {
@@ -73,7 +77,7 @@ func randRecords(r *rand.Rand, n int) []flow.Record {
 // writeStore writes recs in batches (one block per partition per batch).
 func writeStore(t testing.TB, recs []flow.Record, batch int) *store.Store {
 	t.Helper()
-	s, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour})
+	s, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: time.Hour, CloseTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func randLeaf(r *rand.Rand) rcond {
 		}
 		return v >= x
 	}
-	switch r.IntN(11) {
+	switch r.IntN(12) {
 	case 0, 1: // one address side
 		side := r.IntN(2)
 		name := []string{"sip", "dip", "src", "dst", "snet", "dnet"}[side+2*r.IntN(3)]
@@ -208,6 +212,12 @@ func randLeaf(r *rand.Rand) rcond {
 		op := ops[r.IntN(len(ops))]
 		v := uint64([]int{0, 1, 100, 5000}[r.IntN(4)])
 		return rcond{fmt.Sprintf("sampling %s %d", op, v), func(rec *flow.Record) bool { return cmp(op, uint64(rec.Sampling), v) }}
+	case 11: // node: = or != only, exact, "" for none
+		v := nodePool[r.IntN(len(nodePool))]
+		neg := r.IntN(2) == 0
+		return rcond{fmt.Sprintf("node %s %s", map[bool]string{false: "=", true: "!="}[neg], quote(v)), func(rec *flow.Record) bool {
+			return (rec.Node == v) != neg
+		}}
 	case 7:
 		name := ifPool[r.IntN(len(ifPool))]
 		neg := r.IntN(2) == 0
@@ -257,6 +267,8 @@ func reference(q *Query, cond func(*flow.Record) bool, recs []flow.Record) ([]Ro
 			case AttrTime:
 				bin := rec.Start / res * res
 				k.Time = time.Unix(0, bin).UTC()
+			case AttrNode:
+				k.Node = rec.Node
 			case AttrIface:
 				k.Iface = rec.Iface
 			case AttrSrcIP:
@@ -275,7 +287,7 @@ func reference(q *Query, cond func(*flow.Record) bool, recs []flow.Record) ([]Ro
 				k.Sampling = rec.Sampling
 			}
 		}
-		ks := fmt.Sprintf("%v|%s|%v|%v|%d|%d|%d|%q|%d", k.Time, k.Iface, k.SrcIP, k.DstIP, k.SrcPort, k.DstPort, k.Proto, k.DropReason, k.Sampling)
+		ks := fmt.Sprintf("%v|%q|%s|%v|%v|%d|%d|%d|%q|%d", k.Time, k.Node, k.Iface, k.SrcIP, k.DstIP, k.SrcPort, k.DstPort, k.Proto, k.DropReason, k.Sampling)
 		g := groups[ks]
 		if g == nil {
 			g = &Row{Key: k}
@@ -330,7 +342,7 @@ func TestAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	recs := randRecords(r, 6000)
 	s := writeStore(t, recs, 500)
-	attrs := []Attr{AttrTime, AttrIface, AttrSrcIP, AttrDstIP, AttrSrcPort, AttrDstPort, AttrProto, AttrDropReason, AttrSampling}
+	attrs := []Attr{AttrTime, AttrNode, AttrIface, AttrSrcIP, AttrDstIP, AttrSrcPort, AttrDstPort, AttrProto, AttrDropReason, AttrSampling}
 	skipped := 0
 	for i := range 300 {
 		rc := randCond(r, 3)

@@ -99,6 +99,7 @@ func pick(d Direction, out, in uint64) uint64 {
 // Key identifies a group; attributes not grouped by are zero.
 type Key struct {
 	Time             time.Time // bin start, UTC
+	Node             string    // where the records were observed, "" when not set
 	Iface            string
 	SrcIP, DstIP     netip.Addr
 	SrcPort, DstPort uint16
@@ -314,7 +315,7 @@ type scanner struct {
 	q                 *Query
 	from, to, res     int64
 	group             [numAttrs]bool
-	labels            bool // grouping by drop_reason, sampling or a later attribute: a label per row
+	labels            bool // grouping by node, drop_reason, sampling or a later attribute: a label per row
 	enrich            bool // grouping by an enrichment attribute
 	cols              store.Columns
 	sel               []bool
@@ -347,6 +348,8 @@ func newScanner(q *Query, from, to int64) *scanner {
 		switch a {
 		case AttrTime:
 			need |= store.ColStart
+		case AttrNode:
+			need |= store.ColNode
 		case AttrSrcIP:
 			need |= store.ColSrcAddr
 		case AttrDstIP:
@@ -386,6 +389,7 @@ func newScanner(q *Query, from, to int64) *scanner {
 			sc.enrich = true
 		}
 	}
+	sc.labels = sc.group[AttrNode] // the node is a row's label: blocks may mix nodes
 	for a := AttrDropReason; a < numAttrs; a++ {
 		sc.labels = sc.labels || sc.group[a]
 	}

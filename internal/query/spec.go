@@ -16,6 +16,7 @@ type Attr uint8
 // Group-by attributes, in the order they are shown.
 const (
 	AttrTime Attr = iota
+	AttrNode      // where the records were observed (flow.Record.Node): "" when not set
 	AttrIface
 	AttrSrcIP
 	AttrDstIP
@@ -46,7 +47,7 @@ const (
 	numAttrs
 )
 
-var attrText = [numAttrs]string{"time", "iface", "sip", "dip", "sport", "dport", "proto", "drop_reason", "sampling",
+var attrText = [numAttrs]string{"time", "node", "iface", "sip", "dip", "sport", "dport", "proto", "drop_reason", "sampling",
 	"nat_src_ip", "nat_dst_ip", "nat_src_port", "nat_dst_port", "verdict", "rule", "ct_mark", "ct_zone",
 	"src_workload", "src_namespace", "src_node", "dst_workload", "dst_namespace", "dst_node",
 	"service", "service_backends", "service_group", "service_match"}
@@ -93,7 +94,7 @@ func ParseGroupBy(s string) ([]Attr, error) {
 			}
 		}
 		if i < 0 {
-			msg := "unknown attribute; want time, iface, sip, dip, sport, dport, proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, " +
+			msg := "unknown attribute; want time, node, iface, sip, dip, sport, dport, proto, drop_reason, sampling, nat_src_ip, nat_dst_ip, " +
 				"nat_src_port, nat_dst_port, verdict, rule, ct_mark, ct_zone, src_workload, dst_workload, src_namespace, dst_namespace, " +
 				"src_node, dst_node, service, service_backends, service_group, service_match or a preset (talk_src, talk_dst, talk_conv, apps_port, raw)"
 			if name == "" {
@@ -114,7 +115,7 @@ var condToAttr = map[attr]Attr{aSrcAddr: AttrSrcIP, aDstAddr: AttrDstIP, aSrcPor
 	aSrcWorkload: AttrSrcWorkload, aSrcNamespace: AttrSrcNamespace, aSrcNode: AttrSrcNode,
 	aDstWorkload: AttrDstWorkload, aDstNamespace: AttrDstNamespace, aDstNode: AttrDstNode,
 	aService: AttrService, aServiceBackends: AttrServiceBackends, aServiceGroup: AttrServiceGroup,
-	aServiceMatch: AttrServiceMatch}
+	aServiceMatch: AttrServiceMatch, aNode: AttrNode}
 
 // Metric is what results are ranked by.
 type Metric uint8

@@ -57,16 +57,19 @@ const (
 	cSvcBackends
 	cSvcGroup
 	cServiceMatch
+	cNode // new in version 6: where the record was observed
 	numCols
 )
 
 // numColsV2 is the column count of version 1 and 2 blocks (ids below
 // cDropPackets), numColsV3 that of version 3 blocks, numColsV4 that of
-// version 4; their later columns read as zero or empty.
+// version 4, numColsV5 that of version 5; their later columns read as
+// zero or empty.
 const (
 	numColsV2 = cDropPackets
 	numColsV3 = cNATSrcAddr
 	numColsV4 = cSrcWlName
+	numColsV5 = cNode
 )
 
 // firstSparse is the first column a version 4 block may omit (its
@@ -77,7 +80,7 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 5
+	blockVersion = 6
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
@@ -109,8 +112,8 @@ type colMeta struct {
 // blockHeader is a parsed, checked block header.
 type blockHeader struct {
 	rows      int
-	ncols     int    // column ids the block's version has: numCols, numColsV4, numColsV3 or numColsV2
-	omit      uint64 // versions 4 and 5: bit id set = column id is all zero or "", not stored
+	ncols     int    // column ids the block's version has: numCols, numColsV5, numColsV4, numColsV3 or numColsV2
+	omit      uint64 // versions 4 and up: bit id set = column id is all zero or "", not stored
 	minStart  int64
 	maxEnd    int64
 	blockLen  int
@@ -140,6 +143,7 @@ type blockEncoder struct {
 	cut     int // drop reasons of the last encode cut to maxStrLen
 	cutRule int // rules likewise
 	cutEnr  int // enrichment strings cut to maxLongStr
+	cutNode int // node names cut to maxLongStr
 	stream  []byte
 	alt     []byte
 	comp    []byte
@@ -215,7 +219,7 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	// The sparse fields are only ORed here: they are zero in nearly every
 	// block, whose columns are then left out without another pass.
 	var ordp, ordb, orsm, orrs uint64
-	var orns, ornd, ornv, orps, orpd, orvd, orrl, ormk, orzn uint64
+	var orns, ornd, ornv, orps, orpd, orvd, orrl, ormk, orzn, ornode uint64
 	enr := false
 	for i := range recs {
 		r := &recs[i]
@@ -231,6 +235,7 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 		ornv, orps, orpd = ornv|uint64(n.IPVersion), orps|uint64(n.SrcPort), orpd|uint64(n.DstPort)
 		orvd, orrl = orvd|uint64(r.Verdict), orrl|uint64(len(r.Rule))
 		ormk, orzn = ormk|uint64(r.Mark), orzn|uint64(r.Zone)
+		ornode |= uint64(len(r.Node))
 		enr = enr || r.SrcWorkload != nil || r.DstWorkload != nil || r.Service != nil || r.ServiceMatch != 0
 	}
 	e.enr = enr
@@ -238,6 +243,7 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	z[cDropPackets], z[cDropBytes], z[cSampling], z[cDropReason] = ordp, ordb, orsm, orrs
 	z[cNATSrcAddr], z[cNATDstAddr], z[cNATVersion], z[cNATSrcPort], z[cNATDstPort] = orns, ornd, ornv, orps, orpd
 	z[cVerdict], z[cRule], z[cMark], z[cZone] = orvd, orrl, ormk, orzn
+	z[cNode] = ornode
 }
 
 // addrWords is the OR of an address's two 64-bit halves: 0 only for ::.
@@ -298,7 +304,8 @@ func sparseOf(r *flow.Record, id int) uint64 {
 	return 0
 }
 
-// putStrs encodes string column id (DropReason or Rule; codec_str.go);
+// putStrs encodes string column id (DropReason, Rule, Node or an
+// enrichment string; codec_str.go);
 // its min and max are the shortest and longest string's lengths. It
 // returns how many rows' strings were cut to maxStrLen.
 func (e *blockEncoder) putStrs(id int, recs []flow.Record) (cut int) {
@@ -440,6 +447,9 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	e.putSparse(cMark, recs, true)
 	e.putSparse(cZone, recs, true)
 	e.cutEnr = e.putEnrich(recs)
+	// One node (nearly always): a one-entry dictionary without index
+	// planes, a few bytes a block; none (""): left out.
+	e.cutNode = e.putStrs(cNode, recs)
 	minStart, _ := e.putCol(cStart, true, true, false)
 	e.putEnd(recs)
 	maxEnd := e.cols[cEnd].max

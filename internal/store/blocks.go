@@ -63,8 +63,8 @@ func (b *BlockInfo) MayContainPort(p uint16) bool {
 
 // Range returns the minimum and maximum of one numeric column (a single
 // Column bit; for ColICMP, ColFlags the first of the pair; Start and End are
-// int64 bits; for ColDropReason and ColRule the shortest and longest
-// string's length in bytes). ok is false for address columns, several
+// int64 bits; for ColDropReason, ColRule and ColNode the shortest and
+// longest string's length in bytes). ok is false for address columns, several
 // bits, or a block without rows. Blocks older than a column, and version
 // 4 blocks that left a column out, report 0, 0 for it, as it reads: a
 // block whose ColNATVersion range is 0, 0 has no translated row.
@@ -126,6 +126,8 @@ func (b *BlockInfo) Range(c Column) (lo, hi uint64, ok bool) {
 		id = cZone
 	case ColServiceMatch:
 		id = cServiceMatch
+	case ColNode:
+		id = cNode
 	default:
 		return 0, 0, false
 	}

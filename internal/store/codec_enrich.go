@@ -12,12 +12,12 @@ import (
 // block, shared by its rows and by both ends.
 
 // isLongStr reports whether column id is an enrichment string column
-// (stored as sdictl).
-func isLongStr(id int) bool { return id >= cSrcWlName && id <= cSvcGroup }
+// or the node (stored as sdictl).
+func isLongStr(id int) bool { return id >= cSrcWlName && id <= cSvcGroup || id == cNode }
 
 // groupOf returns the first column id of the group id belongs to, or -1.
 func groupOf(id int) int {
-	if !isLongStr(id) {
+	if id < cSrcWlName || id > cSvcGroup {
 		return -1
 	}
 	return cSrcWlName + (id-cSrcWlName)/3*3

@@ -58,7 +58,7 @@ func (t *strTable) encodeStrs(dst []byte, recs []flow.Record) (out []byte, lo, h
 	return t.encodeCol(dst, recs, cDropReason)
 }
 
-// strOf is record r's string of column id: DropReason, Rule or an
+// strOf is record r's string of column id: DropReason, Rule, Node or an
 // enrichment string ("" for a nil workload or service).
 func strOf(r *flow.Record, id int) string {
 	switch id {
@@ -66,6 +66,8 @@ func strOf(r *flow.Record, id int) string {
 		return r.Rule
 	case cDropReason:
 		return r.DropReason
+	case cNode:
+		return r.Node
 	}
 	return enrichStr(r, id)
 }

@@ -33,7 +33,7 @@ func rowOf(c *Columns, i int) flow.Record {
 			IPVersion: c.NATVersion[i]},
 		Verdict: flow.Verdict(c.Verdict[i]), Rule: c.Rule[i], Mark: c.Mark[i], Zone: c.Zone[i],
 		SrcWorkload: c.SrcWorkload[i], DstWorkload: c.DstWorkload[i], Service: c.Service[i],
-		ServiceMatch: flow.ServiceMatch(c.ServiceMatch[i]),
+		ServiceMatch: flow.ServiceMatch(c.ServiceMatch[i]), Node: c.Node[i],
 	}
 	if r.NATed() {
 		r.PostNAT.Proto, r.PostNAT.ICMPType, r.PostNAT.ICMPCode = r.Key.Proto, r.Key.ICMPType, r.Key.ICMPCode

@@ -18,7 +18,8 @@ import (
 // NAT, verdict and conntrack columns); testdata/block-v4.bin is
 // goldenV4Recs, written by TestWriteGoldenV4 (every column in use);
 // testdata/block-v5.bin is goldenV5Recs (TestWriteGoldenV5: workloads
-// and services too).
+// and services too); testdata/block-v6.bin is goldenV6Recs
+// (TestWriteGoldenV6: and nodes).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -31,7 +32,8 @@ var goldenBlocks = []struct {
 	{"block-v2.bin", 2, 600, numColsV2, func() []flow.Record { return compatRecs(600, 1) }, true},
 	{"block-v3.bin", 3, 400, numColsV3, goldenV3Recs, true},
 	{"block-v4.bin", 4, 300, numColsV4, goldenV4Recs, true},
-	{"block-v5.bin", 5, 250, numCols, goldenV5Recs, true},
+	{"block-v5.bin", 5, 250, numColsV5, goldenV5Recs, true},
+	{"block-v6.bin", 6, 260, numCols, goldenV6Recs, true},
 }
 
 // goldenV3Recs are the records of block-v3.bin: every 5th with drops,
@@ -180,6 +182,25 @@ func TestOldBlocks(t *testing.T) {
 		}
 		if len(c.NATSrcAddr) != c.N || len(c.Rule) != c.N || len(c.Zone) != c.N || c.N != b.Rows {
 			t.Fatalf("block of version %d: %d rows, columns %d %d %d", i+1, c.N, len(c.NATSrcAddr), len(c.Rule), len(c.Zone))
+		}
+	}
+	for i, b := range bl[:5] { // versions 1 to 5 have no node
+		if lo, hi, ok := b.Range(ColNode); !ok || lo != 0 || hi != 0 {
+			t.Errorf("block of version %d: Range(ColNode) = %d..%d %v", i+1, lo, hi, ok)
+		}
+		if lo, hi := b.h.span(ColNode); lo != 0 || hi != 0 {
+			t.Errorf("block of version %d: reading only the node spans %d..%d", i+1, lo, hi)
+		}
+		if err := r.ReadBlock(&bl[i], ColNode, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.N != b.Rows || len(c.Node) != c.N {
+			t.Fatalf("block of version %d: %d rows, %d nodes", i+1, c.N, len(c.Node))
+		}
+		for j := range c.N {
+			if c.Node[j] != "" {
+				t.Fatalf("block of version %d row %d: node %q", i+1, j, c.Node[j])
+			}
 		}
 	}
 	for i, b := range bl[:2] {

@@ -37,9 +37,9 @@
 // the drop counters, the sampling rate, the post-NAT key's addresses,
 // ports and version, the verdict, mark and zone, and drop reasons and
 // rules of up to 64 bytes (a longer one is cut at a rune start to at most
-// 64 bytes, with a warning), and the workload and service strings of up
-// to 4096 bytes (likewise). A workload or service whose strings are all
-// "" reads back as nil (unknown).
+// 64 bytes, with a warning), and the workload and service strings and
+// the node of up to 4096 bytes (likewise). A workload or service whose
+// strings are all "" reads back as nil (unknown).
 //
 // # Writeouts and their bounds
 //
@@ -89,8 +89,8 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (5), u8 column count (41), u16 omitted columns'
-//	      bits 32-47 (version 5; 0 before)
+//	12  u8 version (6), u8 column count (42), u16 omitted columns'
+//	      bits 32-47 (versions 5 and 6; 0 before)
 //	16  u32 rows
 //	20  u32 omitted columns' bits 0-31: bit i set = column i is all 0
 //	      ("" for strings, :: for addresses) and has no directory entry
@@ -123,12 +123,15 @@
 // 38 ServiceBackends, 39 ServiceGroup, 40 ServiceMatch (since version 5:
 // the strings of the records' SrcWorkload, DstWorkload and Service, ""
 // for nil; a reader rebuilds one shared pointer per distinct workload or
-// service of a block). Addresses are adict or araw, DropReason and Rule
-// sdict, the workload and service strings sdictl, the others integer
-// encodings. Columns 18 and up are nearly always all zero, and then
-// omitted: they cost no byte.
+// service of a block), 41 Node (since version 6: where the record was
+// observed, flow.Record.Node). Addresses are adict or araw, DropReason
+// and Rule sdict, the workload and service strings and Node sdictl, the
+// others integer encodings. Columns 18 and up are nearly always all zero,
+// and then omitted: they cost no byte. Node is "" (omitted) or one name
+// in nearly every block: a one-entry sdictl without index planes, its
+// directory entry and a few bytes a block.
 //
-// Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
+// Version 5 blocks (column count 41) are read with Node "". Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
 // version 5 columns nil and 0. Version 3 blocks (column count 22, nothing omitted, an unused column
 // const 0 and an unused DropReason the sdict of the one entry "") are
 // read as they are, with the version 4 columns 0, "" and ::; version 2

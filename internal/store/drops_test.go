@@ -217,8 +217,8 @@ func TestDropsStore(t *testing.T) {
 }
 
 // TestFormatV3: a small block laid out byte by byte as FORMAT in doc.go
-// says: header fields (version 5: the omitted bitmap names the NAT,
-// verdict, conntrack and enrichment columns, unused here), the directory entries of
+// says: header fields (version 6: the omitted bitmap names the NAT,
+// verdict, conntrack, enrichment and node columns, unused here), the directory entries of
 // the version 3 columns and their streams (const, sdict).
 func TestFormatV3(t *testing.T) {
 	e := newTestEncoder(t)
@@ -231,7 +231,7 @@ func TestFormatV3(t *testing.T) {
 	}
 	b, _ := e.encode(nil, recs)
 	le := binary.LittleEndian
-	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 5 || b[13] != 41 || le.Uint16(b[14:]) != 1<<9-1 ||
+	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 6 || b[13] != 42 || le.Uint16(b[14:]) != 1<<10-1 ||
 		le.Uint32(b[16:]) != 3 || le.Uint32(b[20:]) != 1<<32-1<<22 {
 		t.Fatalf("fixed header % x", b[:24])
 	}

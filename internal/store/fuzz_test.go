@@ -56,6 +56,7 @@ func fuzzSeeds(f *testing.F) [][]byte {
 		one[i].Service = &flow.Service{Group: strings.Repeat("g", 100+i)}
 	}
 	add(one)
+	add(withNodes(g.window(nil, 20, t0, "x"), 3, 4)) // nodes: a dictionary with index planes
 	return out
 }
 

@@ -48,7 +48,8 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	// numColsV2 columns in the same layout, version 3 the first
 	// numColsV3: read, the others are absent. Version 4 leaves out the
 	// sparse columns its omitted bitmap names; version 5 adds the
-	// enrichment columns, and the bitmap's bits 32 and up in bytes 14-15.
+	// enrichment columns, and the bitmap's bits 32 and up in bytes 14-15;
+	// version 6 the node.
 	ver := b[12]
 	switch {
 	case ver < 3:
@@ -57,6 +58,8 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		h.ncols = numColsV3
 	case ver == 4:
 		h.ncols = numColsV4
+	case ver == 5:
+		h.ncols = numColsV5
 	default:
 		h.ncols = numCols
 	}

@@ -26,7 +26,8 @@ type Column uint64
 // they read as 0, "" and :: (not translated). ColNATSrcAddr and
 // ColNATDstAddr also fill NATVersion. Blocks before version 5 have no
 // enrichment columns: SrcWorkload, DstWorkload and Service read as nil,
-// ServiceMatch as 0.
+// ServiceMatch as 0. Blocks before version 6 have no node: Node reads
+// as "".
 const (
 	ColSrcAddr Column = 1 << iota
 	ColDstAddr
@@ -66,6 +67,9 @@ const (
 	ColDstWorkload
 	ColService
 	ColServiceMatch // ServiceMatch
+	// ColNode fills Node: where each record was observed ("" when not
+	// set, and in blocks before version 6).
+	ColNode
 	// ColAll selects every column (the per-row addresses and their
 	// dictionary form).
 	ColAll Column = 1<<iota - 1
@@ -108,6 +112,9 @@ type Columns struct {
 	SrcWorkload, DstWorkload []*flow.Workload
 	Service                  []*flow.Service
 	ServiceMatch             []uint8 // flow.ServiceMatch
+	// Node is where each row was observed (flow.Record.Node), "" when
+	// not set; at most 4096 bytes.
+	Node []string
 	// With ColSrcAddr or ColSrcAddrIdx (Dst likewise), SrcDict[SrcIdx[i]]
 	// is row i's source address (== SrcAddr[i] when ColSrcAddr is also
 	// asked for). A dictionary-encoded block's Dict holds each distinct
@@ -164,6 +171,7 @@ func colsOf(want Column) (ids [numCols]bool) {
 	set(ColDstWorkload, cDstWlName, cDstWlNamespace, cDstWlNode)
 	set(ColService, cSvcName, cSvcBackends, cSvcGroup)
 	set(ColServiceMatch, cServiceMatch)
+	set(ColNode, cNode)
 	return ids
 }
 
@@ -327,6 +335,8 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			dst.Zone, err = decodeInts(&d.id, c.enc, st, n, dst.Zone)
 		case cServiceMatch:
 			dst.ServiceMatch, err = decodeInts(&d.id, c.enc, st, n, dst.ServiceMatch)
+		case cNode:
+			dst.Node, err = d.str.decodeStrs(c.enc, st, n, dst.Node)
 		}
 		if err != nil {
 			return err
@@ -368,6 +378,8 @@ func absent(id, n int, dst *Columns) {
 		dst.Sampling = zeros(dst.Sampling, n)
 	case cServiceMatch:
 		dst.ServiceMatch = zeros(dst.ServiceMatch, n)
+	case cNode:
+		dst.Node = zeros(dst.Node, n)
 	}
 }
 
@@ -416,6 +428,7 @@ func (c *Columns) reset() {
 	c.NATSrcPort, c.NATDstPort = c.NATSrcPort[:0], c.NATDstPort[:0]
 	c.Verdict, c.Rule, c.Mark, c.Zone = c.Verdict[:0], c.Rule[:0], c.Mark[:0], c.Zone[:0]
 	c.SrcWorkload, c.DstWorkload, c.Service, c.ServiceMatch = c.SrcWorkload[:0], c.DstWorkload[:0], c.Service[:0], c.ServiceMatch[:0]
+	c.Node = c.Node[:0]
 }
 
 // span returns the byte range of the block holding the wanted columns.

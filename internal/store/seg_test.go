@@ -111,8 +111,8 @@ func TestRadixSort(t *testing.T) {
 	}
 }
 
-// TestBlockVersions: a block of an unknown version, a version-5 block
-// relabelled as version 1, 2, 3 or 4 (whose blocks have 18, 22 or 31
+// TestBlockVersions: a block of an unknown version, a version-6 block
+// relabelled as version 1, 2, 3, 4 or 5 (whose blocks have 18, 22, 31 or 41
 // columns and a smaller omitted bitmap, or none), one whose column count is not its version's, or
 // whose omitted bitmap names a column that may not be left out or does
 // not exist, is refused as corrupt even with a valid header CRC, not
@@ -124,8 +124,8 @@ func TestBlockVersions(t *testing.T) {
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	if b[12] != 5 || b[13] != 41 {
-		t.Fatalf("version %d with %d columns, want 5 with 41", b[12], b[13])
+	if b[12] != 6 || b[13] != 42 {
+		t.Fatalf("version %d with %d columns, want 6 with 42", b[12], b[13])
 	}
 	hl := h.headerLen
 	relabel := func(version, cols byte) []byte {
@@ -135,14 +135,14 @@ func TestBlockVersions(t *testing.T) {
 		return bad
 	}
 	for _, v := range [][2]byte{{0, 41}, {1, 41}, {2, 41}, {3, 41}, {4, 41}, {blockVersion + 1, 41}, {3, 22}, {2, 18}, {4, 22}, {4, 31},
-		{5, 31}, {5, 40}, {5, 42}} {
+		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}} {
 		if err := decodeBlock(relabel(v[0], v[1]), true, &c); !errors.Is(err, errCorruptBlock) {
 			t.Errorf("version %d with %d columns: %v, want corrupt", v[0], v[1], err)
 		}
 	}
 	omit := uint64(binary.LittleEndian.Uint32(b[20:])) | uint64(binary.LittleEndian.Uint16(b[14:]))<<32
 	for _, bits := range []uint64{omit | 1<<cSrcPort, omit | 1<<cStart, omit | 1<<numCols, omit | 1<<47, omit &^ (1 << cZone),
-		omit &^ (1 << cSvcGroup)} {
+		omit &^ (1 << cSvcGroup), omit &^ (1 << cNode)} {
 		bad := slices.Clone(b)
 		binary.LittleEndian.PutUint32(bad[20:], uint32(bits))
 		binary.LittleEndian.PutUint16(bad[14:], uint16(bits>>32))

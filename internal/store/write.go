@@ -443,19 +443,26 @@ func (s *Store) encodeWarnings(dir string) {
 	if s.benc.cutEnr > 0 {
 		s.warn(fmt.Sprintf("%s: %d workload or service strings longer than %d bytes were cut", dir, s.benc.cutEnr, maxLongStr))
 	}
+	if s.benc.cutNode > 0 {
+		s.warn(fmt.Sprintf("%s: %d node names longer than %d bytes were cut", dir, s.benc.cutNode, maxLongStr))
+	}
 	if s.benc.cutRule > 0 {
 		s.warn(fmt.Sprintf("%s: %d rules longer than %d bytes were cut", dir, s.benc.cutRule, maxStrLen))
 	}
 }
 
 // blockCut returns how many of rows go in one block: all of them unless
-// a workload or service string column would pass maxColRaw (readers
+// a workload, service or node string column would pass maxColRaw (readers
 // refuse a larger column).
 func blockCut(rows []flow.Record) int {
 	var sum [3][3]int64 // src workload, dst workload, service: three strings each
-	const per = 8       // a row's index bytes and an entry's length, at most
+	var node int64
+	const per = 8 // a row's index bytes and an entry's length, at most
 	for i := range rows {
 		r := &rows[i]
+		if node += int64(min(len(r.Node), maxLongStr)) + per; node > maxColRaw-1024 {
+			return max(i, 1)
+		}
 		if r.SrcWorkload == nil && r.DstWorkload == nil && r.Service == nil {
 			continue
 		}

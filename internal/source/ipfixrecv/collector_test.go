@@ -165,6 +165,12 @@ func TestRoundTrip(t *testing.T) {
 			c, m, stop := run(t, Config{Listen: []string{scheme + "://127.0.0.1:0"}, Sockets: 2, TLS: srvTLS})
 			defer stop()
 			want := randRecords(3000, uint64(i))
+			// Runs of records of two nodes and of none: the named ones
+			// keep their node (observationDomainName), the others get
+			// the exporter's address.
+			for j := range want {
+				want[j].Node = []string{"", "node-a", "ünï-node-b"}[j/50%3]
+			}
 			x, err := ipfixsink.New(ipfixsink.Config{URL: "ipfix+" + scheme + "://" + c.Addrs()[0].String(), TLS: cliTLS, Domain: 7})
 			if err != nil {
 				t.Fatal(err)
@@ -181,6 +187,11 @@ func TestRoundTrip(t *testing.T) {
 			waitRecords(t, m, len(want))
 			stop()
 			got := slices.Clone(m.recs)
+			for j := range want {
+				if want[j].Node == "" {
+					want[j].Node = "127.0.0.1"
+				}
+			}
 			sortRecs(got)
 			sortRecs(want)
 			if len(got) != len(want) {

@@ -30,6 +30,7 @@ var (
 	mSockDrops   = desc("weir_collector_socket_drops_total", "Datagrams the kernel dropped at a full UDP socket receive buffer (SO_RXQ_OVFL).", metrics.Counter)
 	mRetimed     = desc("weir_collector_records_retimed_total", "Records given the receive time, by reason: clock_skew (times further than --max-clock-skew from it), no_time.", metrics.Counter, "reason")
 	mNames       = desc("weir_collector_iface_names_total", "Interface names from the network altered or refused, by reason: sanitised (names), refused, per_exporter, global (records given \"(other)\").", metrics.Counter, "reason")
+	mNodeNames   = desc("weir_collector_node_names_sanitised_total", "Node names (observationDomainName) from the network that were not printable UTF-8 of at most 254 bytes: replaced and cut.", metrics.Counter)
 	mSkipped     = desc("weir_collector_skipped_sets_total", "Data sets skipped (unknown template or reserved set id).", metrics.Counter)
 	mErrors      = desc("weir_collector_decode_errors_total", "Messages, sets or records that could not be decoded, by reason.", metrics.Counter, "reason")
 	mConns       = desc("weir_collector_connections", "TCP/TLS connections open now.", metrics.Gauge)
@@ -53,7 +54,7 @@ func (c *Collector) Collector() metrics.Collector { return &promCollector{c} }
 // Describe lists every metric the collector emits.
 func (p *promCollector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{mMessages, mRecords, mOptions, mTemplates, mWithdrawn, mExpired, mLive, mSessions, mStateBytes,
-		mBudget, mEvicted, mGaps, mLost, mLostPackets, mLate, mSeqEvents, mSockDrops, mRetimed, mNames, mSkipped, mErrors,
+		mBudget, mEvicted, mGaps, mLost, mLostPackets, mLate, mSeqEvents, mSockDrops, mRetimed, mNames, mNodeNames, mSkipped, mErrors,
 		mConns, mAccepted, mRejected, mClosed, mReadErrs, mSinkErrs, mIntern}
 }
 
@@ -101,7 +102,8 @@ func (p *promCollector) Collect(w *metrics.Writer) {
 		{mSessions, float64(st.SessionsLive)}, {mStateBytes, float64(st.BudgetUsed)}, {mBudget, float64(st.BudgetLimit)},
 		{mLate, float64(st.LateRecords)}, {mSockDrops, float64(st.SocketDrops)},
 		{mSkipped, float64(st.SkippedSets)}, {mConns, float64(st.ConnsOpen)}, {mAccepted, float64(st.ConnsAccepted)},
-		{mReadErrs, float64(st.ReadErrors)}, {mSinkErrs, float64(st.SinkErrors)}, {mIntern, float64(st.InternFull)}} {
+		{mReadErrs, float64(st.ReadErrors)}, {mSinkErrs, float64(st.SinkErrors)}, {mIntern, float64(st.InternFull)},
+		{mNodeNames, float64(st.NodesSanitised)}} {
 		w.Sample(s.d, s.v)
 	}
 }

@@ -32,6 +32,10 @@ type worker struct {
 	name, as string
 	nameFrom netip.Addr
 	why      nameRefusal
+	// The node of records that name none: the exporter's address, as
+	// text, made once per exporter change.
+	node     string
+	nodeFrom netip.Addr
 }
 
 // newWorker returns a worker; stream workers' decoders keep their
@@ -46,9 +50,16 @@ func (c *Collector) newWorker(stream bool) *worker {
 	return w
 }
 
-// emit is the decoder's callback: it bounds the interface names and
-// copies the record into the batch.
+// emit is the decoder's callback: it bounds the interface names, gives
+// records whose exporter names no node (observationDomainName) the
+// exporter's address as their node, and copies the record into the batch.
 func (w *worker) emit(r *flow.Record) {
+	if r.Node == "" {
+		if w.node == "" || w.from != w.nodeFrom {
+			w.node, w.nodeFrom = w.from.String(), w.from
+		}
+		r.Node = w.node
+	}
 	if r.Iface != "" {
 		if r.Iface != w.name || w.from != w.nameFrom {
 			w.name, w.nameFrom = r.Iface, w.from
