@@ -52,6 +52,9 @@ type Set struct {
 	epf    *os.File        // ep in the netpoller (non-blocking); Close closes ep
 	rc     syscall.RawConn // epf's
 	evs    []unix.EpollEvent
+	peek   func(uintptr) bool // epollPeek into evs, nev and everr: made once, so a wait does not allocate
+	nev    int
+	everr  error
 	evfd   int
 	cur    int // member being drained
 	closed bool
@@ -72,6 +75,10 @@ func NewSet() (*Set, error) {
 		return nil, fmt.Errorf("afpacket: epoll_create1: %w", err)
 	}
 	s := &Set{evfd: fd, ep: ep, evs: make([]unix.EpollEvent, 8)}
+	s.peek = func(uintptr) bool {
+		s.nev, s.everr = epollPeek(s.ep, s.evs)
+		return s.nev > 0 || s.everr != nil
+	}
 	fail := func(what string, err error) (*Set, error) {
 		unix.Close(fd)
 		if s.epf != nil {
@@ -216,12 +223,8 @@ func (s *Set) poll(deadline time.Time) error {
 	if err := s.epf.SetReadDeadline(deadline); err != nil {
 		return fmt.Errorf("afpacket: set wait deadline: %w", err)
 	}
-	var n int
-	var werr error
-	err := s.rc.Read(func(uintptr) bool {
-		n, werr = epollPeek(s.ep, s.evs)
-		return n > 0 || werr != nil
-	})
+	err := s.rc.Read(s.peek)
+	n, werr := s.nev, s.everr
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil // Next looks once more, then reports the deadline
