@@ -65,6 +65,7 @@ declare -A pkg_for=(
   [tcpdump]=tcpdump        # libpcap's filter compiler: differential test of internal/pcapfilter
   [ip]=iproute2            # test hosts: network namespaces joined by veth pairs
   [nfcapd]=nfdump          # IPFIX interop: nfdump's collector reads weir's export
+  [nfpcapd]=nfdump         # make bench: the live capture peer beside weir
   [softflowd]=softflowd    # IPFIX interop: weir's collector reads a real exporter
   [nfacctd]=pmacct         # IPFIX interop: a collector that ignores RFC 5103 reverse elements (--export ?biflow=off)
   [nft]=nftables           # firewall rules that drop packets in test hosts (eBPF drop attribution)

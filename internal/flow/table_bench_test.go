@@ -92,10 +92,12 @@ func BenchmarkUpdate(b *testing.B) {
 				mask := len(pkts) - 1
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu := cpuTime()
 				for i := 0; i < b.N; i++ {
 					tb.Update(&pkts[i&mask])
 				}
 				b.StopTimer()
+				reportCPU(b, cpu)
 				b.ReportMetric(float64(SlotSize()), "B/slot") // after the loop: ResetTimer clears metrics
 				b.ReportMetric(float64(tb.MemoryBytes())/float64(fl.n), "B/flow")
 				if tb.Stats().FlowsCreated != uint64(fl.n) {
@@ -116,7 +118,8 @@ func BenchmarkUpdateBatch(b *testing.B) {
 				nb := len(pkts) / batch
 				b.ReportAllocs()
 				b.ResetTimer()
-				// b.N packets, in batches of 64 (one op = one packet).
+				cpu := cpuTime()
+				// b.N packets, in batches of 256 (one op = one packet).
 				for done, j := 0, 0; done < b.N; j++ {
 					m := min(batch, b.N-done)
 					off := (j % nb) * batch
@@ -124,6 +127,7 @@ func BenchmarkUpdateBatch(b *testing.B) {
 					done += m
 				}
 				b.StopTimer()
+				reportCPU(b, cpu)
 				if tb.Stats().FlowsCreated != uint64(fl.n) {
 					b.Fatal("timed loop created flows")
 				}

@@ -13,9 +13,12 @@ import (
 // the TLB). Smaller tables use the Go heap.
 const hugeMin = 8 << 20
 
-// allocSlots returns n zeroed slots. Large arrays come from an anonymous,
-// populated mmap advised MADV_HUGEPAGE, released by a cleanup when owner is
-// collected; slot holds no pointers, so memory outside the Go heap is safe.
+// allocSlots returns n zeroed slots. Large arrays come from an anonymous
+// mmap, 2 MiB aligned and advised MADV_HUGEPAGE before it is populated (a
+// mapping populated first is faulted in 4 KiB pages, which khugepaged
+// collapses only slowly, if ever); it is released by a cleanup when owner
+// is collected. slot holds no pointers, so memory outside the Go heap is
+// safe.
 func allocSlots(n int, owner *Table) []slot {
 	size := n * int(unsafe.Sizeof(slot{}))
 	if size < hugeMin {
@@ -23,15 +26,24 @@ func allocSlots(n int, owner *Table) []slot {
 	}
 	const huge = 2 << 20
 	size = (size + huge - 1) &^ (huge - 1)
-	// MAP_POPULATE faults the whole table in now: resident memory is flat
-	// from the first packet (linear in MaxFlows, as promised) and no 2 MiB
-	// page is zeroed on the capture path when a new flow first touches it.
-	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE,
-		syscall.MAP_ANON|syscall.MAP_PRIVATE|syscall.MAP_POPULATE)
+	// One huge page more than needed, for a 2 MiB aligned window: the
+	// untouched head and tail never become resident.
+	mem, err := syscall.Mmap(-1, 0, size+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		return make([]slot, n)
 	}
-	_ = syscall.Madvise(mem, 14) // MADV_HUGEPAGE; best effort: without it the table still works
+	skip := (huge - int(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%huge)) % huge
+	win := mem[skip : skip+size]
+	_ = syscall.Madvise(win, 14) // MADV_HUGEPAGE; best effort: without it the table still works
+	// Populate now: resident memory is flat from the first packet (linear
+	// in MaxFlows, as promised) and no page is zeroed on the capture path
+	// when a new flow first touches it. MADV_POPULATE_WRITE (Linux 5.14)
+	// does it in one call; otherwise one write per 4 KiB page.
+	if syscall.Madvise(win, 23) != nil {
+		for i := 0; i < len(win); i += 4096 {
+			win[i] = 0
+		}
+	}
 	runtime.AddCleanup(owner, func(m []byte) { _ = syscall.Munmap(m) }, mem)
-	return unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(mem))), n)
+	return unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(win))), n)
 }

@@ -221,14 +221,18 @@ func New(cfg Config) (*Exporter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ipfix: %s: %w", cfg.URL, err)
 		}
-		x.tr, x.udp = &udpTransport{x: x, conn: conn}, true
-		x.stats.connected.Store(true)
 		switch {
 		case cfg.Rate == 0:
 			x.gap = time.Duration(float64(time.Second) / DefaultRate)
 		case cfg.Rate > 0:
 			x.gap = time.Duration(float64(time.Second) / cfg.Rate)
 		}
+		max := batchMessages
+		if x.gap > 0 {
+			max = paceBurst // a batch leaves at once: never more than the pace's burst
+		}
+		x.tr, x.udp = newUDPTransport(x, conn, max), true
+		x.stats.connected.Store(true)
 	default:
 		// A stream keeps its templates for the session (RFC 7011 8.1): no
 		// refresh; a new connection sends them again (Encoder.Reset).
@@ -267,17 +271,13 @@ func orDefault(d, def time.Duration) time.Duration {
 // URL returns the destination the exporter was made for.
 func (x *Exporter) URL() string { return x.url }
 
-// send paces and sends one message. A refused send is counted (by the
-// transport, with the flow records it held), not returned: a collector
-// that is down must not stop capture.
+// paceBurst is how many UDP messages may leave at once after a pause.
+const paceBurst = 10
+
+// send hands one message to the transport. A refused send is counted (by
+// the transport, with the flow records it held), not returned: a
+// collector that is down must not stop capture.
 func (x *Exporter) send(msg []byte) error {
-	if x.gap > 0 {
-		now := x.now()
-		if d := x.next.Sub(now); d > time.Millisecond { // sleep only when well ahead: timer granularity
-			x.sleep(d)
-		}
-		x.next = maxTime(x.next, now.Add(-10*x.gap)).Add(x.gap) // a short idle allows a burst of at most 10
-	}
 	// The flow records in msg (its sequence number counts options data
 	// records too).
 	if err := x.tr.write(msg, x.enc.Flows()); err != nil {
@@ -286,9 +286,27 @@ func (x *Exporter) send(msg []byte) error {
 		}
 		return nil
 	}
-	x.stats.messages.Add(1)
-	x.stats.bytes.Add(uint64(len(msg)))
+	if !x.udp { // UDP messages are counted as they leave (udpTransport.sent)
+		x.stats.messages.Add(1)
+		x.stats.bytes.Add(uint64(len(msg)))
+	}
 	return nil
+}
+
+// pace waits until n more UDP messages may leave together at the
+// configured rate: the last of them is due (a batch is never early),
+// after a pause up to paceBurst go at once.
+func (x *Exporter) pace(n int) {
+	if x.gap <= 0 {
+		return
+	}
+	now := x.now()
+	x.next = maxTime(x.next, now.Add(-paceBurst*x.gap))
+	due := x.next.Add(time.Duration(n-1) * x.gap)
+	if d := due.Sub(now); d > time.Millisecond { // sleep only when well ahead: timer granularity
+		x.sleep(d)
+	}
+	x.next = x.next.Add(time.Duration(n) * x.gap)
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -309,7 +327,9 @@ func (x *Exporter) Write(recs []flow.Record) error {
 	}
 	x.stats.records.Add(uint64(len(recs)))
 	x.stats.cut.Store(x.enc.Cut())
-	return x.enc.Flush()
+	err := x.enc.Flush()
+	x.tr.flush()
+	return err
 }
 
 // lose counts n records undelivered for reason r.

@@ -134,6 +134,9 @@ func (c *session) unackedFlows() uint64 {
 // a connection the collector closed. Write calls it before encoding a
 // batch, so a new session's first message is built with the templates
 // (Encoder.Reset) and nothing is lost to the switch.
+// flush does nothing: every message is written as it comes.
+func (s *streamTransport) flush() {}
+
 func (s *streamTransport) ready() {
 	if s.c != nil && s.c.dead.Load() {
 		s.broken(ReasonConnectionLost, s.c.readErr())

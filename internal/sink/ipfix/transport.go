@@ -14,6 +14,7 @@ import (
 type transport interface {
 	ready() // before a batch: connect if needed and due
 	write(msg []byte, flows uint32) error
+	flush() // after a batch: send what is held back
 	close() // after the last message: deliver what can be, count the rest
 }
 
@@ -21,23 +22,56 @@ type transport interface {
 // unreachable and the next reconnect is not due yet.
 var errDown = errors.New("ipfix: collector unreachable")
 
+// udpTransport sends batches of messages (udpBatch), paced.
 type udpTransport struct {
-	x    *Exporter
-	conn *net.UDPConn
+	x     *Exporter
+	batch *udpBatch
+	done  func(i int, err error) // sent, made once
+}
+
+func newUDPTransport(x *Exporter, conn *net.UDPConn, max int) *udpTransport {
+	u := &udpTransport{x: x, batch: newUDPBatch(conn, max)}
+	u.done = u.sent
+	return u
 }
 
 func (u *udpTransport) ready() {}
 
+// write holds msg back until the batch is full or flushed; the messages
+// are counted as they leave (sent).
 func (u *udpTransport) write(msg []byte, flows uint32) error {
-	if _, err := u.conn.Write(msg); err != nil {
-		u.x.lose(ReasonSendFailed, uint64(flows))
-		u.x.warn.say(u.x.now(), u.x.url, ReasonSendFailed, err, "sending on")
-		return err
+	if u.batch.add(msg, flows) {
+		u.flush()
 	}
 	return nil
 }
 
-func (u *udpTransport) close() { u.conn.Close() }
+func (u *udpTransport) flush() {
+	if u.batch.len() == 0 {
+		return
+	}
+	u.x.pace(u.batch.len())
+	u.batch.send(u.done)
+	u.batch.reset()
+}
+
+// sent counts message i of the batch: sent, or refused by the socket.
+func (u *udpTransport) sent(i int, err error) {
+	x := u.x
+	if err != nil {
+		x.stats.errs.Add(1)
+		x.lose(ReasonSendFailed, uint64(u.batch.flows[i]))
+		x.warn.say(x.now(), x.url, ReasonSendFailed, err, "sending on")
+		return
+	}
+	x.stats.messages.Add(1)
+	x.stats.bytes.Add(uint64(len(u.batch.msg(i))))
+}
+
+func (u *udpTransport) close() {
+	u.flush()
+	u.batch.conn.Close()
+}
 
 // TLSConfig builds the client TLS configuration of ipfix+tls:// from PEM
 // files: caFile (the collector's CA; "" for the system roots) and, for

@@ -4,7 +4,6 @@ package afpacket
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -21,21 +20,25 @@ import (
 )
 
 // Load of BenchmarkLiveCapture: loadPackets UDP datagrams of loadPayload
-// bytes over loadFlows flows from host A to host B, as fast as one sender
-// goroutine can, bounded by loadTime.
+// bytes from host A to host B at loadRate datagrams per second, spread over
+// the benchmark's flows (source sockets × loadPorts destination ports),
+// bounded by loadTime. WEIR_BENCH_PACKETS overrides loadPackets (a longer
+// run for a CPU profile).
 const (
 	loadPackets = 1_000_000
 	loadPayload = 64
-	loadFlows   = 256
-	loadTime    = 60 * time.Second
+	loadRate    = 150_000
+	loadTime    = 120 * time.Second
 	loadPort    = 45000
+	loadPorts   = 256 // destination ports, each with a receiver bound in B
 )
 
 // BenchmarkLiveCapture runs the weir binary on a test host's interface
-// under a fixed UDP load, with softflowd (Debian's peer) capturing the same
-// interface at the same time, and reports each one's CPU time (user+sys of
-// the process, during the load) per packet sent, weir's kernel drops, and
-// the ratio.
+// under a fixed, paced UDP load, with nfpcapd and softflowd (Debian's
+// peers) capturing the same interface at the same time, and reports each
+// one's CPU time (user+system of all the process's threads, during the
+// load) per packet sent, weir's kernel drops and packets missed, and the
+// ratios. weir/nfpcapd is the goal metric (≤ 0.8).
 //
 //	go test -run '^$' -bench LiveCapture -benchtime 1x ./internal/source/afpacket
 func BenchmarkLiveCapture(b *testing.B) {
@@ -43,46 +46,89 @@ func BenchmarkLiveCapture(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/weir").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
+	packets := loadPackets
+	if s := os.Getenv("WEIR_BENCH_PACKETS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("WEIR_BENCH_PACKETS=%q: want a positive count", s)
+		}
+		packets = n
+	}
 	pr := testhost.NewPair(b)
-	for _, workers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			var weirNs, peerNs, drops, seen float64
+	for _, load := range []struct{ flows, workers int }{{256, 1}, {50_000, 1}, {256, 2}} {
+		b.Run(fmt.Sprintf("flows=%d/workers=%d", load.flows, load.workers), func(b *testing.B) {
+			var weirNs, drops, missed float64
+			peerNs := map[string]float64{}
 			for range b.N {
-				r := liveLoadRun(b, pr, bin, workers)
-				weirNs += r.weirCPU.Seconds() * 1e9 / float64(r.sent)
+				r := liveLoadRun(b, pr, bin, load.workers, load.flows, packets)
+				weirNs += ns(r.weirCPU, r.sent)
 				drops += float64(r.drops)
-				seen += float64(r.seen) / float64(r.sent)
-				if r.peerCPU > 0 {
-					peerNs += r.peerCPU.Seconds() * 1e9 / float64(r.sent)
+				missed += float64(r.sent) - float64(r.seen)
+				for name, cpu := range r.peerCPU {
+					peerNs[name] += ns(cpu, r.sent)
 				}
 			}
 			n := float64(b.N)
 			b.ReportMetric(weirNs/n, "weir-cpu-ns/pkt")
 			b.ReportMetric(drops/n, "weir-kernel-drops")
-			b.ReportMetric(seen/n, "weir-seen/sent")
-			if peerNs > 0 {
-				b.ReportMetric(peerNs/n, "softflowd-cpu-ns/pkt")
-				b.ReportMetric(peerNs/weirNs, "softflowd/weir")
+			b.ReportMetric(missed/n, "weir-missed")
+			for name, v := range peerNs {
+				b.ReportMetric(v/n, name+"-cpu-ns/pkt")
+				b.ReportMetric(weirNs/v, "weir/"+name)
 			}
 		})
 	}
 }
 
+func ns(cpu time.Duration, sent uint64) float64 { return float64(cpu.Nanoseconds()) / float64(sent) }
+
 type loadResult struct {
 	sent, seen, drops uint64
-	weirCPU, peerCPU  time.Duration
+	weirCPU           time.Duration
+	peerCPU           map[string]time.Duration
 }
 
-// liveLoadRun starts weir (and softflowd if installed) inside B on B's
-// interface, sends the load from A, stops both with SIGTERM and collects
-// their CPU times.
-func liveLoadRun(b *testing.B, pr *testhost.Pair, bin string, workers int) loadResult {
+// peers returns the commands of the peer capturers installed, to run in
+// test host h on its interface with scratch directory dir. Each exports
+// or writes its flows where nothing leaves the test host. WEIR_BENCH_BASE
+// names a weir binary to run as one more peer, "base".
+func peers(b *testing.B, h *testhost.Host, dir string, maxFlows string) map[string]*exec.Cmd {
+	cmds := map[string]*exec.Cmd{}
+	if p, err := exec.LookPath("softflowd"); err == nil {
+		// Exports to the discard port on the test host's own loopback.
+		cmds["softflowd"] = exec.Command("ip", "netns", "exec", h.Name, p, "-i", h.Iface, "-d", "-n", "127.0.0.1:9",
+			"-v", "10", "-b", "-6", "-m", "65536", "-p", filepath.Join(dir, "pid"), "-c", filepath.Join(dir, "ctl"), "udp")
+	}
+	if p, err := exec.LookPath("nfpcapd"); err == nil {
+		// Writes nfcapd files into its own scratch directory.
+		out := filepath.Join(dir, "nfpcapd")
+		if err := os.Mkdir(out, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		cmds["nfpcapd"] = exec.Command("ip", "netns", "exec", h.Name, p, "-i", h.Iface, "-w", out, "udp")
+	}
+	if base := os.Getenv("WEIR_BENCH_BASE"); base != "" {
+		// Another weir binary (say, main's) beside this one: a before/after
+		// comparison on the same packets at the same time.
+		cmds["base"] = exec.Command("ip", "netns", "exec", h.Name, base, "capture", "-i", h.Iface,
+			"-o", "none", "--metrics-addr", "off", "--filter", "udp", "--max-flows", maxFlows, "--data-dir", "off")
+	}
+	if os.Getenv("CI") != "" && len(cmds) < 2 {
+		b.Fatal("softflowd or nfpcapd not installed (scripts/deps.sh bench installs them)")
+	}
+	return cmds
+}
+
+// liveLoadRun starts weir and the peers inside B on B's interface, sends
+// the load from A, stops them with SIGTERM and collects their CPU times.
+func liveLoadRun(b *testing.B, pr *testhost.Pair, bin string, workers, flows, packets int) loadResult {
 	b.Helper()
+	maxFlows := strconv.Itoa(max(65536, 2*flows))
 	weir := exec.Command("ip", "netns", "exec", pr.B.Name, bin, "capture", "-i", pr.B.Iface,
 		"--workers", strconv.Itoa(workers), "-o", "none", "--stats", "--metrics-addr", "off",
-		"--filter", "udp", "--max-flows", "65536", "--data-dir", "off") // the packet path only, as softflowd
+		"--filter", "udp", "--max-flows", maxFlows, "--data-dir", "off") // the packet path only, as the peers
 	if dir := os.Getenv("WEIR_BENCH_PROFILE"); dir != "" { // a CPU profile per run, for go tool pprof
-		weir.Args = append(weir.Args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("weir-w%d-%d.pprof", workers, time.Now().UnixNano())))
+		weir.Args = append(weir.Args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("weir-f%d-w%d-%d.pprof", flows, workers, time.Now().UnixNano())))
 	}
 	werr := &testhost.SyncBuffer{}
 	weir.Stderr = werr
@@ -90,18 +136,12 @@ func liveLoadRun(b *testing.B, pr *testhost.Pair, bin string, workers int) loadR
 		b.Fatal(err)
 	}
 	defer weir.Process.Kill()
-	var peer *exec.Cmd
-	if p, err := exec.LookPath("softflowd"); err == nil {
-		dir := b.TempDir()
-		// Exports to the discard port on the test host's own loopback.
-		peer = exec.Command("ip", "netns", "exec", pr.B.Name, p, "-i", pr.B.Iface, "-d", "-n", "127.0.0.1:9",
-			"-v", "10", "-b", "-6", "-m", "65536", "-p", filepath.Join(dir, "pid"), "-c", filepath.Join(dir, "ctl"), "udp")
-		if err := peer.Start(); err != nil {
-			b.Fatal(err)
+	others := peers(b, pr.B, b.TempDir(), maxFlows)
+	for name, c := range others {
+		if err := c.Start(); err != nil {
+			b.Fatalf("%s: %v", name, err)
 		}
-		defer peer.Process.Kill()
-	} else if os.Getenv("CI") != "" {
-		b.Fatal("softflowd not installed (scripts/deps.sh bench installs it)")
+		defer c.Process.Kill()
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(werr.String(), "listening on") {
@@ -110,21 +150,22 @@ func liveLoadRun(b *testing.B, pr *testhost.Pair, bin string, workers int) loadR
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // softflowd has no readiness signal: give libpcap time to open
+	time.Sleep(time.Second) // the peers have no readiness signal: give libpcap time to open
 
 	// CPU is read from /proc around the load only: start-up (ring and
 	// table allocation) and shutdown are fixed costs, not per packet.
-	w0, p0 := procCPU(b, weir.Process.Pid), time.Duration(0)
-	if peer != nil {
-		p0 = procCPU(b, peer.Process.Pid)
+	w0 := procCPU(b, weir.Process.Pid)
+	p0 := map[string]time.Duration{}
+	for name, c := range others {
+		p0[name] = procCPU(b, c.Process.Pid)
 	}
 	b.ResetTimer()
-	sent := blast(b, pr)
+	sent := blast(b, pr, flows, packets)
 	time.Sleep(500 * time.Millisecond) // let the rings drain
 	b.StopTimer()
-	r := loadResult{sent: sent, weirCPU: procCPU(b, weir.Process.Pid) - w0}
-	if peer != nil {
-		r.peerCPU = procCPU(b, peer.Process.Pid) - p0
+	r := loadResult{sent: sent, weirCPU: procCPU(b, weir.Process.Pid) - w0, peerCPU: map[string]time.Duration{}}
+	for name, c := range others {
+		r.peerCPU[name] = procCPU(b, c.Process.Pid) - p0[name]
 	}
 
 	_ = weir.Process.Signal(syscall.SIGTERM)
@@ -132,16 +173,18 @@ func liveLoadRun(b *testing.B, pr *testhost.Pair, bin string, workers int) loadR
 		b.Fatalf("weir: %v\n%s", err, werr.String())
 	}
 	r.seen, r.drops = parseIfaceStats(b, werr.String(), pr.B.Iface)
-	if peer != nil {
-		_ = peer.Process.Signal(syscall.SIGTERM)
-		_ = peer.Wait()
+	for _, c := range others {
+		_ = c.Process.Signal(syscall.SIGTERM)
+		_ = c.Wait()
 	}
 	return r
 }
 
-// blast sends the load from A to B; receivers bound in B keep B from
-// answering with ICMP port unreachable (their buffers overflow silently).
-func blast(b *testing.B, pr *testhost.Pair) uint64 {
+// blast sends packets datagrams from A to B at loadRate, flow i%flows from
+// source socket (i%flows)/loadPorts to port loadPort+(i%flows)%loadPorts;
+// receivers bound in B keep B from answering with ICMP port unreachable
+// (their buffers overflow silently).
+func blast(b *testing.B, pr *testhost.Pair, flows, packets int) uint64 {
 	b.Helper()
 	var sinks []*net.UDPConn
 	defer func() {
@@ -150,7 +193,7 @@ func blast(b *testing.B, pr *testhost.Pair) uint64 {
 		}
 	}()
 	err := pr.B.Do(func() error {
-		for i := range loadFlows {
+		for i := range loadPorts {
 			c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: pr.B.Addr4.AsSlice(), Port: loadPort + i})
 			if err != nil {
 				return err
@@ -164,30 +207,42 @@ func blast(b *testing.B, pr *testhost.Pair) uint64 {
 	}
 	var sent uint64
 	err = pr.A.Do(func() error {
-		conns := make([]syscallConn, 0, loadFlows)
+		nsock := (flows + loadPorts - 1) / loadPorts
+		fds := make([]int, 0, nsock)
 		defer func() {
-			for _, c := range conns {
-				syscall.Close(c.fd)
+			for _, fd := range fds {
+				syscall.Close(fd)
 			}
 		}()
-		for i := range loadFlows {
+		for range nsock {
 			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 			if err != nil {
 				return err
 			}
-			conns = append(conns, syscallConn{fd})
-			sa := &syscall.SockaddrInet4{Port: loadPort + i, Addr: pr.B.Addr4.As4()}
-			if err := syscall.Connect(fd, sa); err != nil {
+			fds = append(fds, fd)
+			if err := syscall.Bind(fd, &syscall.SockaddrInet4{}); err != nil { // an ephemeral source port per socket
 				return err
 			}
 		}
+		dsts := make([]syscall.SockaddrInet4, loadPorts)
+		for i := range dsts {
+			dsts[i] = syscall.SockaddrInet4{Port: loadPort + i, Addr: pr.B.Addr4.As4()}
+		}
 		payload := make([]byte, loadPayload)
-		stop := time.Now().Add(loadTime)
-		for i := 0; i < loadPackets; i++ {
-			if i%4096 == 0 && time.Now().After(stop) {
-				break
+		start := time.Now()
+		stop := start.Add(loadTime)
+		for i := 0; i < packets; i++ {
+			if i%32 == 0 { // pace: packet i is due at start + i/loadRate
+				now := time.Now()
+				if now.After(stop) {
+					break
+				}
+				if due := start.Add(time.Duration(int64(i) * int64(time.Second) / loadRate)); due.After(now) {
+					time.Sleep(due.Sub(now))
+				}
 			}
-			if _, err := syscall.Write(conns[i%loadFlows].fd, payload); err != nil {
+			fl := i % flows
+			if err := syscall.Sendto(fds[fl/loadPorts], payload, 0, &dsts[fl%loadPorts]); err != nil {
 				if err == syscall.ENOBUFS || err == syscall.EAGAIN || err == syscall.ECONNREFUSED {
 					continue // not sent: not counted
 				}
@@ -203,25 +258,29 @@ func blast(b *testing.B, pr *testhost.Pair) uint64 {
 	return sent
 }
 
-type syscallConn struct{ fd int }
-
-// procCPU returns the user+system CPU time of process pid, all its threads,
-// from /proc/pid/stat (clock ticks of 10 ms).
+// procCPU returns the CPU time of process pid, all its threads: the sum of
+// their on-CPU nanoseconds from /proc/pid/task/*/schedstat (user and
+// system, nanosecond resolution, where /proc/pid/stat counts 10 ms ticks).
 func procCPU(b *testing.B, pid int) time.Duration {
 	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		b.Fatalf("/proc/%d/task: %v (%d threads)", pid, err, len(tasks))
 	}
-	// Fields after the command name (which may contain spaces): state is
-	// field 3, utime 14 and stime 15.
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%d/stat: %q", pid, data)
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that exited: its time is gone from both readings' sums
+		}
+		f := strings.Fields(string(data))
+		v, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			b.Fatalf("%s: %q", t, data)
+		}
+		sum += time.Duration(v)
 	}
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return sum
 }
 
 var ifaceLine = regexp.MustCompile(`^\s+(\S+)\s+([\d,]+) packets, .*kernel: ([\d,]+) received, ([\d,]+) dropped`)

@@ -12,7 +12,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := RingConfig{Iface: "eth0", BlockSize: 256 << 10, NumBlocks: 64, FrameSize: 2048, Timeout: 50 * time.Millisecond}
+	want := RingConfig{Iface: "eth0", BlockSize: 1 << 20, NumBlocks: 16, FrameSize: 2048, Timeout: 50 * time.Millisecond}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("defaults: got %+v, want %+v", c, want)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/weir-dev/weir/internal/prefetch"
 	"github.com/weir-dev/weir/internal/source"
 )
 
@@ -161,6 +162,12 @@ func (s *Source) frame(f *source.Frame) bool {
 			s.left = 0
 		} else {
 			s.off = off + int(next)
+			// The kernel wrote the next frames from another CPU: fetch
+			// the next one and (frames are usually of one size) the one
+			// after it while this one is decoded.
+			p := uintptr(unsafe.Pointer(&blk[0])) + uintptr(s.off)
+			prefetch.Pair(p, p+127)
+			prefetch.Pair(p+uintptr(next), p+uintptr(next)+127)
 		}
 	}
 	if s.skipOut && h[frPktType] == pktOutgoing {

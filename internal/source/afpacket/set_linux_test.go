@@ -44,8 +44,11 @@ func TestSetReadsEveryMember(t *testing.T) {
 	fcfg := testCfg(pr.B.Iface)
 	fcfg.Filter = udpDstPort(port)
 	filtered := openIn(t, pr.B, fcfg)
-	set.Add(plain)
-	set.Add(filtered)
+	for _, m := range []*Source{plain, filtered} {
+		if err := set.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -119,7 +122,9 @@ func TestSetRingError(t *testing.T) {
 	if err := pr.B.Do(func() (err error) { s, err = Open(testCfg("wtveth0")); return err }); err != nil {
 		t.Fatal(err)
 	}
-	set.Add(s)
+	if err := set.Add(s); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := pr.B.Exec(ctx, "ip", "link", "del", "wtveth0"); err != nil {
 		t.Fatalf("ip link del: %v: %s", err, out)
 	}

@@ -183,7 +183,9 @@ func (w *worker) control(stop <-chan struct{}) bool {
 				r := &ring{name: m.src.Iface()}
 				r.iface = w.shard.Ifaces().Index(r.name)
 				w.rings[m.src] = r
-				w.set.Add(m.src)
+				if err := w.set.Add(m.src); err != nil { // still read, at least every Tick/4
+					w.cfg.Logf("%v", err)
+				}
 			case ctlRemove:
 				w.retire(m.src)
 			case ctlPeek:

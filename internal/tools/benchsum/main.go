@@ -31,6 +31,10 @@ var goals = []goal{
 	{regexp.MustCompile(`^Benchmark(Update|Decode|Pipeline|Replay|ReadPcap|AppendJSON)`), "allocs/op", 0},
 	{regexp.MustCompile(`^BenchmarkKernel/(ingress|egress)/flows=64$`), "ns/op", 120},
 	{regexp.MustCompile(`^BenchmarkEvict/entries=100k$`), "ns/op", 30e6},
+	{regexp.MustCompile(`^BenchmarkLiveCapture/`), "weir/nfpcapd", 0.8},
+	{regexp.MustCompile(`^BenchmarkLiveCapture/`), "weir-kernel-drops", 0},
+	{regexp.MustCompile(`^BenchmarkLiveCapture/`), "weir-missed", 0},
+	{regexp.MustCompile(`^BenchmarkAntreaCycle/mtu=1400$`), "ns/op", 0.34e6}, // 10x Antrea v2.4.0's 3.36 ms (issue 26)
 }
 
 var procSuffix = regexp.MustCompile(`-\d+$`)
