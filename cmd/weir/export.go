@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/query"
@@ -184,7 +185,7 @@ the store's size. Damaged blocks are left out and said on stderr.`, exportExampl
 }
 
 // openExportSinks opens the --export destinations: kafka:// ones here,
-// the others (IPFIX) through sinkOpts.open as capture does. Kafka's sink
+// the others (IPFIX) through the agent's exporters as capture does. Kafka's sink
 // never blocks and drops what its buffer cannot hold, which suits a live
 // source but not a back-fill: kafkaBackfill waits for the broker instead.
 // closeAll closes them all, prints their counters and returns how many
@@ -217,18 +218,22 @@ func openExportSinks(ctx context.Context, o *sinkOpts, stderr io.Writer) (dsts [
 		ks = append(ks, k)
 		dsts = append(dsts, &kafkaBackfill{ctx: ctx, k: k, every: max(1, min(cfg.BufferRecords, cfg.BufferBytes>>10)/4)})
 	}
-	o.export = ipfixURLs
-	o.output, o.store.dir, o.stderr = "none", "off", stderr
-	if err := o.open(io.Discard); err != nil {
-		closeKafka()
-		fmt.Fprintf(stderr, "weir export: %v\n", err)
-		if _, ok := err.(errUsage); ok {
-			return nil, nil, exitUsage
+	var outs []agent.Output
+	if len(ipfixURLs) > 0 {
+		as := agent.Sinks{Export: ipfixURLs, ExportRate: o.exportRate, ExportCA: o.exportCA,
+			ExportCert: o.exportCert, ExportKey: o.exportKey, PEN: o.ipfixPEN, Log: stderr}
+		var err error
+		if outs, err = as.OpenExports(); err != nil {
+			closeKafka()
+			fmt.Fprintf(stderr, "weir export: %v\n", err)
+			if errors.Is(err, agent.ErrUsage) {
+				return nil, nil, exitUsage
+			}
+			return nil, nil, exitFailure
 		}
-		return nil, nil, exitFailure
 	}
-	for _, x := range o.exporters {
-		dsts = append(dsts, x)
+	for _, out := range outs {
+		dsts = append(dsts, out.Sink)
 	}
 	closeAll = func() (lost uint64) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -239,7 +244,6 @@ func openExportSinks(ctx context.Context, o *sinkOpts, stderr io.Writer) (dsts [
 			}
 		}
 		closeKafka()
-		o.close()
 		for _, k := range ks {
 			s := k.Stats()
 			var dropped uint64
@@ -249,9 +253,14 @@ func openExportSinks(ctx context.Context, o *sinkOpts, stderr io.Writer) (dsts [
 			fmt.Fprintf(stderr, "export: %d records to %s; %d undelivered\n", s.Records, k.URL(), dropped)
 			lost += dropped
 		}
-		o.printStats(stderr)
-		for _, x := range o.exporters {
-			lost += x.Stats().DroppedRecords
+		for _, out := range outs {
+			out.Sink.Close()
+			if out.WriteStats != nil {
+				out.WriteStats(stderr)
+			}
+			if x, ok := out.Sink.(*ipfixsink.Exporter); ok {
+				lost += x.Stats().DroppedRecords
+			}
 		}
 		return lost
 	}

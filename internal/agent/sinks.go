@@ -129,6 +129,12 @@ func (s *Sinks) open() (*opened, error) {
 	return o, nil
 }
 
+// OpenExports opens only the --export destinations (Export and its
+// options), for a command that drives them itself rather than through Run
+// ('weir export'). The caller closes each Output's Sink, then may call its
+// WriteStats.
+func (s *Sinks) OpenExports() ([]Output, error) { return s.openExporters() }
+
 // openExporters opens the --export destinations, kind by kind.
 func (s *Sinks) openExporters() ([]Output, error) {
 	var all []Output
