@@ -1,3 +1,5 @@
+//go:build linux
+
 package runner
 
 import (
@@ -17,9 +19,6 @@ import (
 	"github.com/weir-dev/weir/internal/bench/result"
 	"github.com/weir-dev/weir/internal/testhost"
 )
-
-// Modes are the capture modes Observe runs.
-var Modes = []string{"afpacket", "ebpf", "conntrack"}
 
 // observer is weir's capture running in the server host beside the
 // traffic: on the server's interfaces (afpacket, ebpf) or its conntrack
