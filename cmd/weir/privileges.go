@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -146,7 +145,7 @@ func allowed(path string, want uint32) bool {
 	if err := syscall.Stat(path, &st); err != nil {
 		return false
 	}
-	mode := st.Mode & 0o777
+	mode := uint32(st.Mode) & 0o777 // uint16 on macOS and FreeBSD
 	switch {
 	case st.Uid == uint32(os.Geteuid()):
 		return (mode>>6)&want == want
@@ -181,29 +180,4 @@ func (o *sinkOpts) needs() []fileNeed {
 		f = append(f, fileNeed{path: o.enrich.path})
 	}
 	return f
-}
-
-// kernelAtLeast reports whether the running kernel is at least major.minor.
-func kernelAtLeast(major, minor int) bool {
-	var u syscall.Utsname
-	if syscall.Uname(&u) != nil {
-		return false
-	}
-	var b strings.Builder
-	for _, c := range u.Release {
-		if c == 0 {
-			break
-		}
-		b.WriteByte(byte(c))
-	}
-	parts := strings.SplitN(b.String(), ".", 3)
-	if len(parts) < 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	return ma > major || ma == major && mi >= minor
 }
