@@ -172,8 +172,12 @@ func (s *sock) accept(op *profile.Op, wait waitFn) (*sock, netip.AddrPort, error
 		if err == nil {
 			c := &sock{fd: fd, proto: profile.TCP, v6: true}
 			tv := unix.NsecToTimeval(sliceTimeout.Nanoseconds())
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+			for _, o := range []int{unix.SO_RCVTIMEO, unix.SO_SNDTIMEO} {
+				if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, o, &tv); err != nil {
+					c.close() // without sliced timeouts a read could block a run for good
+					return nil, netip.AddrPort{}, fmt.Errorf("accept: timeouts: %w", err)
+				}
+			}
 			if err := c.options(op); err != nil {
 				c.close()
 				return nil, netip.AddrPort{}, err

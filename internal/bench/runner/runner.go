@@ -220,7 +220,7 @@ func (c *child) end(grace time.Duration) (user, sys time.Duration, err error) {
 	select {
 	case err = <-exited:
 	case <-time.After(grace):
-		c.cmd.Process.Kill()
+		_ = c.cmd.Process.Kill() // it may have exited just now; exited says how
 		err = <-exited
 		if err == nil {
 			err = errors.New("killed")
@@ -317,7 +317,7 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 	srvDone := false
 	defer func() {
 		if !srvDone {
-			srv.end(time.Second)
+			_, _, _ = srv.end(time.Second) // cleanup after the error already returned
 		}
 	}()
 	if err := srv.in.send(&msg{Plan: &plan}); err != nil {
@@ -421,7 +421,7 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 		}
 		run.NICs = append(run.NICs, nicStats(n.role, n.host, n.net, n.before, after, end.Sub(t0).Seconds()))
 	}
-	srv.in.send(&msg{Finish: true})
+	_ = srv.in.send(&msg{Finish: true}) // a server that is gone shows as srv.done below
 	select {
 	case <-gotServer:
 	case <-srv.done:
