@@ -148,7 +148,7 @@ func (o *observer) finish(run *result.Run, _ *engine.ServerResult) result.Observ
 		}
 	case <-time.After(15 * time.Second):
 		_ = o.cmd.Process.Kill() // it may have exited just now
-		_ = <-done               // "killed": the difference below says so
+		<-done                   //nolint:errcheck // "killed": the difference below says so
 		res.Diffs = append(res.Diffs, "weir capture did not stop within 15 s")
 	}
 	seen := map[tuple]*counts{}

@@ -424,7 +424,7 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 	_ = srv.in.send(&msg{Finish: true}) // a server that is gone shows as srv.done below
 	select {
 	case <-gotServer:
-	case <-srv.done:
+	case <-srv.done: //nolint:errcheck // its exit error comes from srv.end below
 	case <-time.After(10 * time.Second):
 		errs = append(errs, "server: no totals within 10 s")
 	}
