@@ -150,7 +150,7 @@ func runConfigExample(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		fmt.Fprint(stdout, sep)
-		cli.WriteExample(stdout, c.FlagSet())
+		_ = cli.WriteExample(stdout, c.FlagSet()) // to stdout: nowhere else to report
 		sep = "---\n"
 	}
 	return exitOK
