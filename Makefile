@@ -10,7 +10,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
 
-.PHONY: run replay test bench fuzz chaos build sample generate web deps-run deps-test clean
+.PHONY: run replay test lint bench fuzz chaos build sample generate web install dist deps-run deps-test deps-lint clean
 
 # IFACE: the interface `make run` watches: the default route's, else every one.
 IFACE     ?= $(shell ip -o route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($$i == "dev") { print $$(i+1); exit }}')
@@ -26,10 +26,14 @@ run: deps-run build
 replay: deps-run build sample
 	$(BIN) capture --read $(SAMPLE) --top 25 --stats
 
-## test: the whole suite (installs tshark etc. first)
-test: deps-test
+## test: the whole suite (installs tshark etc. first), after the linter
+test: deps-test lint
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+## lint: golangci-lint (.golangci.yml; the pinned version is built into build/bin once)
+lint: deps-lint
+	build/bin/golangci-lint run ./...
 
 ## bench: the headline numbers (docs/benchmarks.md explains them)
 bench: build
@@ -62,6 +66,50 @@ web:
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/weir
 
+## install: the binary, man pages, shell completions, systemd units and sample
+##          configs under DESTDIR/PREFIX (default /usr/local); an existing
+##          /etc/weir/*.yaml is never overwritten. The units run as user weir:
+##          systemd-sysusers $(PREFIX)/lib/sysusers.d/weir.conf creates it
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+install: build
+	rm -rf build/install-gen && mkdir -p build/install-gen/man
+	$(BIN) _gendocs --man build/install-gen/man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions $(DESTDIR)$(DATADIR)/zsh/site-functions \
+		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d $(DESTDIR)$(DATADIR)/weir/examples \
+		$(DESTDIR)$(SYSUSERSDIR)
+	install -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/weir
+	install -m 0644 build/install-gen/man/*.1 $(DESTDIR)$(MANDIR)/man1/
+	$(BIN) completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/weir
+	$(BIN) completion zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_weir
+	$(BIN) completion fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/weir.fish
+	for u in deploy/systemd/*.service; do \
+		sed 's|/usr/local/bin/weir|$(BINDIR)/weir|g' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	install -m 0644 deploy/sysusers/weir.conf $(DESTDIR)$(SYSUSERSDIR)/weir.conf
+	install -m 0644 deploy/config/*.yaml $(DESTDIR)$(DATADIR)/weir/examples/
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/weir
+	for c in deploy/config/*.yaml; do \
+		t=$(DESTDIR)$(SYSCONFDIR)/weir/$${c##*/}; \
+		[ -e $$t ] || install -m 0644 $$c $$t || exit 1; done
+
+## dist: static release binaries (CGO_ENABLED=0, version stamped) for every
+##       supported platform, with SHA256SUMS, in build/dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64 freebsd/amd64
+dist:
+	rm -rf build/dist && mkdir -p build/dist
+	for p in $(DIST_PLATFORMS); do \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+			-o build/dist/weir-$(VERSION)-$${p%/*}-$${p#*/} ./cmd/weir || exit 1; done
+	cd build/dist && sha256sum weir-* > SHA256SUMS
+
 ## sample: a deterministic capture with known traffic (see internal/craft)
 sample:
 	@mkdir -p build
@@ -72,6 +120,9 @@ deps-run:
 
 deps-test:
 	@scripts/deps.sh test
+
+deps-lint:
+	@scripts/deps.sh lint
 
 clean:
 	rm -rf bin build

@@ -7,6 +7,7 @@
 #                            # conntrack, iperf3, sockperf, ethtool, chromium), node and npm, and the console's
 #                            # node packages (npm ci in web/)
 #   scripts/deps.sh bench    # the same as test
+#   scripts/deps.sh lint     # golangci-lint (pinned below) built from source into build/bin (test includes it)
 #   scripts/deps.sh generate # clang and libbpf headers for `make generate` (the eBPF program)
 #   scripts/deps.sh fleet    # the local fleet (scripts/cluster.sh): ClickHouse server, Java and Maven with
 #                            # Kafka's jars under build/kafka, chDB in build/venv (test includes it)
@@ -77,6 +78,11 @@ declare -A pkg_for=(
   [node]=nodejs            # the console's build (make web) and its browser test (playwright-core)
   [npm]=npm
   [zstd]=zstd              # compressed captures: the zstd tool writes what weir capture --read decompresses
+  [groff]=groff-base       # the man pages weir generates render without a warning (internal/clidoc)
+  [zsh]=zsh                # weir completion zsh and fish load in the real shells
+  [fish]=fish
+  [systemd-analyze]=systemd # make install's units pass systemd-analyze verify (deploy)
+  [man]=man-db
 )
 missing=()
 fleet_pkgs() { # the local fleet's Debian packages (scripts/cluster.sh, internal/testfleet)
@@ -86,13 +92,27 @@ fleet_pkgs() { # the local fleet's Debian packages (scripts/cluster.sh, internal
   pkg_for[python3]=python3
   pkg_for[/usr/share/doc/python3-venv]=python3-venv # ensurepip, which venv needs on Debian
 }
+# The linter `make lint` runs, pinned: a newer one may find new things and
+# fail a build that passed. Built from source (the Go module proxy serves
+# it) into build/bin, once per version; a second run only checks it.
+golangci_version=v2.15.0
+install_golangci() {
+  local have
+  have=$(build/bin/golangci-lint version --short 2>/dev/null || true)
+  if [ "v${have#v}" != "$golangci_version" ]; then
+    log "building golangci-lint $golangci_version into build/bin (a few minutes, once)"
+    GOBIN="$PWD/build/bin" GOFLAGS= go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$golangci_version"
+  fi
+}
+
 case "$profile" in
+  lint) install_golangci; log "ok"; exit 0 ;;
   run) pkg_for=([ip]=iproute2) ;; # the default-route interface
   bench) pkg_for[/usr/bin/time]=time ;; # CPU time of the peers make bench runs
   generate) pkg_for=([clang]=clang [llvm-strip]=llvm [/usr/include/bpf/bpf_helpers.h]=libbpf-dev [/usr/include/linux/bpf.h]=linux-libc-dev) ;;
   fleet) pkg_for=() && fleet_pkgs ;;
   test) fleet_pkgs ;;
-  *) log "unknown profile $profile (run, test, bench, generate, fleet)"; exit 2 ;;
+  *) log "unknown profile $profile (run, test, lint, bench, generate, fleet)"; exit 2 ;;
 esac
 for cmd in "${!pkg_for[@]}"; do
   if [[ $cmd == /* ]]; then # a file the package provides
@@ -121,6 +141,7 @@ if ((${#missing[@]})); then
 fi
 
 go mod download
+[ "$profile" = test ] && install_golangci
 
 if [ "$profile" = test ] || [ "$profile" = fleet ]; then
   # Kafka's jars (once; offline after) and chDB, current ClickHouse

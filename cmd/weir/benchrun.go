@@ -101,7 +101,7 @@ func writeRunResult(run *result.Run, jsonOut string, stdout, stderr io.Writer) e
 	if jsonOut == "-" {
 		return run.Write(stdout)
 	}
-	report.WriteRun(stdout, run)
+	_ = report.WriteRun(stdout, run) // to stdout: nowhere else to report
 	if jsonOut == "" {
 		return nil
 	}

@@ -41,6 +41,7 @@ func commands() []cli.Command {
 		{Name: "bench compare", Summary: "before/after table of 'bench run' results, --html report", Run: runBenchCompare},
 		{Name: "bench _child", Hidden: true, Run: runBenchChild},
 		{Name: "config example", Summary: "print a complete commented config file for a command", Run: runConfigExample},
+		{Name: "completion", Summary: "print the shell completion script for bash, zsh or fish", Run: runCompletion},
 		{Name: "version", Summary: "print weir's version and build information", Run: runVersion},
 	}
 }
@@ -74,6 +75,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "--version", "-version":
 		args = []string{"version"}
+	case "_gendocs": // hidden: man pages for make install
+		return runGendocs(args[1:], stdout, stderr)
 	}
 	if c, rest, ok := cli.Find(cmds, args); ok {
 		return c.Run(rest, stdout, stderr)
@@ -148,7 +151,7 @@ func runConfigExample(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		fmt.Fprint(stdout, sep)
-		cli.WriteExample(stdout, c.FlagSet())
+		_ = cli.WriteExample(stdout, c.FlagSet()) // to stdout: nowhere else to report
 		sep = "---\n"
 	}
 	return exitOK

@@ -56,7 +56,7 @@ func (b *ClickHouseBackend) Query(ctx context.Context, q *query.Query, live bool
 	return clickhouse.Run(ctx, b.conn, b.f, b.db, q)
 }
 
-// Live: a fleet store has none.
+// Live returns ErrNoLive: a fleet store has no live flows.
 func (b *ClickHouseBackend) Live(context.Context) ([]flow.Record, error) { return nil, ErrNoLive }
 
 // Holdings lists the nodes and interfaces of the flows table with their

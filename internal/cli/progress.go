@@ -71,7 +71,7 @@ func (p *Progress) set(done int64) {
 			progressbar.OptionClearOnFinish(),
 			progressbar.OptionSetWidth(30))
 	}
-	p.bar.Set64(done)
+	_ = p.bar.Set64(done) // a progress bar on stderr: a failed redraw is cosmetic
 }
 
 // Add says that n more steps are done.
@@ -92,7 +92,7 @@ func (p *Progress) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil {
-		p.bar.Finish()
+		_ = p.bar.Finish() // a progress bar on stderr: a failed redraw is cosmetic
 		p.bar = nil
 	}
 }

@@ -20,7 +20,7 @@ func TestProgress(t *testing.T) {
 	if TerminalOrNil(f) != nil {
 		t.Error("a regular file taken for a terminal")
 	}
-	var nilBar *Progress = NewProgress(nil, 10, "x")
+	nilBar := NewProgress(nil, 10, "x")
 	nilBar.Add(1) // a nil bar is valid
 	nilBar.Finish()
 

@@ -41,7 +41,7 @@ type Rollup struct {
 	bin   string // the ClickHouse function that floors a DateTime to the bin
 }
 
-// Rollups, coarsest first: Run picks the first that answers a query exactly.
+// Rollups are the rollup tables, coarsest first: Run picks the first that answers a query exactly.
 var Rollups = []Rollup{
 	{"flows_1h", time.Hour, "toStartOfHour"},
 	{"flows_1m", time.Minute, "toStartOfMinute"},

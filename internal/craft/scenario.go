@@ -52,7 +52,7 @@ const (
 // 2026-01-01T00:00:00Z in Unix nanoseconds.
 var ScenarioStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 
-// Interfaces of the scenario and their link types.
+// ScenarioIfaces are the interfaces of the scenario and their link types.
 var ScenarioIfaces = []struct {
 	Name string
 	Link packet.LinkType

@@ -436,23 +436,6 @@ func encoded(n int) [][]byte {
 	return msgs
 }
 
-// encodedDrops returns one message of weir's: the four templates and
-// records of both families with drops and without.
-func encodedDrops() []byte {
-	r := rand.New(rand.NewPCG(9, 10))
-	var msg []byte
-	e, _ := NewEncoder(Config{}, func(m []byte) error { msg = append(msg[:0], m...); return nil })
-	for i := range 8 {
-		rec := randRecord(r, i)
-		if i > 0 { // the first with drops finishes the message before it
-			rec.DropPackets, rec.DropBytes, rec.DropReason = uint64(i), uint64(60*i), dropReasons[i%len(dropReasons)]
-		}
-		e.Add(&rec)
-	}
-	e.Flush()
-	return msg
-}
-
 // BenchmarkDecode decodes weir's own 1,400-byte messages of mixed IPv4
 // and IPv6 records (templates learnt once).
 func BenchmarkDecode(b *testing.B) {

@@ -455,22 +455,6 @@ func BenchmarkAddPEN(b *testing.B) {
 	}
 }
 
-// encodedEnt returns weir's messages of n records, most enriched, from an
-// Encoder with testPEN.
-func encodedEnt(n int) [][]byte {
-	r := rand.New(rand.NewPCG(67, 68))
-	var msgs [][]byte
-	e, _ := NewEncoder(Config{PEN: testPEN}, collectMsgs(&msgs))
-	for i := range n {
-		rec := randRecord(r, i)
-		withNAT(&rec, i)
-		withEnt(&rec, i)
-		e.Add(&rec)
-	}
-	e.Flush()
-	return msgs
-}
-
 // BenchmarkDecodeEnriched: as BenchmarkDecode, of records with every
 // enterprise field set (interned: the same few workloads).
 func BenchmarkDecodeEnriched(b *testing.B) {

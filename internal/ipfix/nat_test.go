@@ -325,21 +325,6 @@ func TestDecodeNATForms(t *testing.T) {
 	}
 }
 
-// encodedNAT returns weir's messages of n records, some translated or
-// denied.
-func encodedNAT(n int) [][]byte {
-	r := rand.New(rand.NewPCG(47, 48))
-	var msgs [][]byte
-	e, _ := NewEncoder(Config{}, collectMsgs(&msgs))
-	for i := range n {
-		rec := randRecord(r, i)
-		withNAT(&rec, i)
-		e.Add(&rec)
-	}
-	e.Flush()
-	return msgs
-}
-
 // BenchmarkAddNAT: as BenchmarkAdd, of translated records (the NAT
 // templates, IPv4 and IPv6 alternating).
 func BenchmarkAddNAT(b *testing.B) {

@@ -1,7 +1,5 @@
 package metrics
 
-import "time"
-
 // Process metric descriptions.
 var (
 	procCPU     = &Desc{Name: "process_cpu_seconds_total", Help: "User and system CPU time the process has used, in seconds.", Type: Counter}
@@ -11,10 +9,3 @@ var (
 	procMaxFDs  = &Desc{Name: "process_max_fds", Help: "Limit on open file descriptors of the process (soft RLIMIT_NOFILE).", Type: Gauge}
 	procStart   = &Desc{Name: "process_start_time_seconds", Help: "Start time of the process, in seconds since the Unix epoch.", Type: Gauge}
 )
-
-// initTime approximates the process start time where the system does not
-// tell it: the moment this package was initialised.
-var initTime = time.Now()
-
-// unixSeconds returns t in seconds since the epoch, with its fraction.
-func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -2,6 +2,15 @@
 
 package metrics
 
+import "time"
+
+// initTime approximates the process start time where the system does not
+// tell it: the moment this package was initialised.
+var initTime = time.Now()
+
+// unixSeconds returns t in seconds since the epoch, with its fraction.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
 // processCollector reads what getrusage and getrlimit tell on Unix systems
 // without /proc.
 type processCollector struct{}

@@ -2,6 +2,8 @@
 
 package netdev
 
+import "fmt"
+
 // List returns ErrUnsupported: rtnetlink exists only on Linux.
 func List() ([]Link, error) { return nil, ErrUnsupported }
 
@@ -25,3 +27,8 @@ func (w *Watcher) Stats() Stats { return w.c.snapshot() }
 
 // Close does nothing.
 func (w *Watcher) Close() error { return nil }
+
+// InNetns returns ErrUnsupported: network namespaces exist only on Linux.
+func InNetns(path string, fn func() error) error {
+	return fmt.Errorf("%w: network namespace %s needs Linux", ErrUnsupported, path)
+}

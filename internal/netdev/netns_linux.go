@@ -6,21 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
-
-// NetnsPath returns the file of a named network namespace: name itself if
-// it is a path, else /run/netns/name (where `ip netns add` puts them).
-func NetnsPath(name string) string {
-	if strings.ContainsRune(name, '/') {
-		return name
-	}
-	return filepath.Join("/run/netns", name)
-}
 
 // InNetns runs fn on an OS thread switched into the network namespace
 // whose file is path, and switches the thread back afterwards (a thread

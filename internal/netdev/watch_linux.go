@@ -66,7 +66,7 @@ func watch(rcvbuf int) (*Watcher, error) {
 			unix.Close(w.evfd)
 		}
 		if w.dump != nil {
-			w.dump.close()
+			_ = w.dump.close() // the Watch error is the one to report
 		}
 		return nil, err
 	}

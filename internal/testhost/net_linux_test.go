@@ -466,7 +466,9 @@ func TestJoinSecondNet(t *testing.T) {
 	prim := NewNet(t, Router, 2)
 	a, b := prim.Hosts[0], prim.Hosts[1]
 	sec, err := OpenNet(ctx, Bridge, 0)
-	defer sec.Close()
+	if sec != nil {
+		defer sec.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

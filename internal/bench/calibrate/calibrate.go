@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/weir-dev/weir/internal/bench/result"
@@ -58,7 +57,7 @@ func startServer(h *testhost.Host, name string, args ...string) (*server, error)
 	}
 	s := &server{cmd: exec.Command("ip", append([]string{"netns", "exec", h.Name, bin}, args...)...)}
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.cmd.SysProcAttr = killWithParent()
 	s.cmd.WaitDelay = time.Second
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("calibrate: %s: %w", name, err)
@@ -67,8 +66,8 @@ func startServer(h *testhost.Host, name string, args ...string) (*server, error)
 }
 
 func (s *server) stop() {
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	_ = s.cmd.Process.Kill() // it may have exited already
+	_ = s.cmd.Wait()         // "killed": expected; only its output matters
 }
 
 // waitListen polls ss in h until something listens on port (TCP) or is

@@ -461,8 +461,8 @@ func (t *sthread) awaitClose(wait waitFn, event ...func() error) error {
 		return err
 	}
 	t.conn = nil
-	if ti, ierr := c.tcpInfo(); ierr == nil && ti.Total_retrans > 0 {
-		t.retrans = append(t.retrans, ServerRetrans{Client: c.peer.String(), Segments: uint64(ti.Total_retrans), Bytes: ti.Bytes_retrans})
+	if ti, ierr := c.tcpInfo(); ierr == nil && ti.TotalRetrans > 0 {
+		t.retrans = append(t.retrans, ServerRetrans{Client: c.peer.String(), Segments: uint64(ti.TotalRetrans), Bytes: ti.BytesRetrans})
 	}
 	c.close()
 	if err != errEOF {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -10,40 +9,6 @@ import (
 
 	"github.com/weir-dev/weir/internal/bench/profile"
 )
-
-// Sockets are blocking file descriptors used with plain read/write system
-// calls: no netpoller wake-up between the kernel and the thread, the way
-// uperf, iperf3 and sockperf run. Every blocking call is cut into slices of
-// sliceTimeout (SO_RCVTIMEO, SO_SNDTIMEO), after which the caller's wait
-// function says whether to go on, so nothing blocks for long: a run can
-// always be stopped.
-const sliceTimeout = 100 * time.Millisecond
-
-// errEOF is a TCP peer's orderly close.
-var errEOF = errors.New("connection closed by peer")
-
-// waitFn is called each time a blocking call times out; a non-nil error
-// ends the wait with that error.
-type waitFn func() error
-
-// sock is one socket.
-type sock struct {
-	fd    int
-	proto profile.Proto
-	v6    bool
-	peer  netip.AddrPort // an accepted connection's client
-
-	// Pushed back: bytes (TCP) or one datagram (UDP) read too early, which
-	// the next read returns first (see errPastEnd).
-	pend     []byte
-	pendDgm  bool
-	pendFrom netip.AddrPort
-}
-
-// errPastEnd is returned by a first callback when the data that arrived
-// belongs to the next transaction; the reader pushes it back and returns
-// errPastEnd.
-var errPastEnd = errors.New("data of the next transaction")
 
 func sockaddr(ap netip.AddrPort) unix.Sockaddr {
 	if ap.Addr().Is4() {
@@ -207,8 +172,12 @@ func (s *sock) accept(op *profile.Op, wait waitFn) (*sock, netip.AddrPort, error
 		if err == nil {
 			c := &sock{fd: fd, proto: profile.TCP, v6: true}
 			tv := unix.NsecToTimeval(sliceTimeout.Nanoseconds())
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-			unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+			for _, o := range []int{unix.SO_RCVTIMEO, unix.SO_SNDTIMEO} {
+				if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, o, &tv); err != nil {
+					c.close() // without sliced timeouts a read could block a run for good
+					return nil, netip.AddrPort{}, fmt.Errorf("accept: timeouts: %w", err)
+				}
+			}
 			if err := c.options(op); err != nil {
 				c.close()
 				return nil, netip.AddrPort{}, err
@@ -299,17 +268,6 @@ func (s *sock) send(buf []byte, to netip.AddrPort, wait waitFn) error {
 	}
 }
 
-// mapped returns a as a dual-stack socket needs it.
-func mapped(a netip.Addr, v6 bool) netip.Addr {
-	if v6 && a.Is4() {
-		return netip.AddrFrom16(a.As16())
-	}
-	return a
-}
-
-// errLost is a datagram that did not come within the op's timeout.
-var errLost = errors.New("datagram lost")
-
 // recv receives one datagram within timeout (errLost after it).
 func (s *sock) recv(buf []byte, timeout time.Duration, wait waitFn) (int, netip.AddrPort, error) {
 	if s.pendDgm {
@@ -338,16 +296,14 @@ func (s *sock) recv(buf []byte, timeout time.Duration, wait waitFn) (int, netip.
 	}
 }
 
-// pushBack makes the next recv return this datagram again.
-func (s *sock) pushBack(dgm []byte, from netip.AddrPort) {
-	s.pend = append(s.pend[:0], dgm...)
-	s.pendDgm, s.pendFrom = true, from
-}
-
 // shutdownWrite sends a TCP FIN.
 func (s *sock) shutdownWrite() error { return unix.Shutdown(s.fd, unix.SHUT_WR) }
 
 // tcpInfo returns the kernel's counters of a TCP socket.
-func (s *sock) tcpInfo() (*unix.TCPInfo, error) {
-	return unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+func (s *sock) tcpInfo() (*tcpCounters, error) {
+	ti, err := unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return nil, err
+	}
+	return &tcpCounters{State: ti.State, Options: ti.Options, SegsOut: ti.Segs_out, SegsIn: ti.Segs_in, TotalRetrans: ti.Total_retrans, BytesRetrans: ti.Bytes_retrans}, nil
 }

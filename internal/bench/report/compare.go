@@ -263,7 +263,7 @@ func WriteCompare(w io.Writer, c *Comparison) error {
 		t.add(append(cells, note)...)
 	}
 	var tb strings.Builder
-	t.write(&tb)
+	_ = t.write(&tb) // a strings.Builder does not fail
 	b.WriteString(tb.String())
 	if noisy {
 		b.WriteString("* the change is smaller than twice the runs' own spread (coefficient of variation of the traffic\n  per interval, first and last left out): rerun, or run longer, before reading anything into it.\n")

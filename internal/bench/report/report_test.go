@@ -46,7 +46,7 @@ func fakeRun(rate float64, spread float64, p99 time.Duration) *result.Run {
 	}
 	r.CPU = []result.SideCPU{{Side: "server", User: 100 * time.Millisecond, System: 900 * time.Millisecond, Percent: 50}, {Side: "clients", User: 200 * time.Millisecond, System: time.Second, Percent: 60}}
 	for i := range 20 {
-		f := 1.0
+		var f float64
 		if i%2 == 1 {
 			f = 1 + spread
 		} else {

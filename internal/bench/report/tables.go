@@ -113,7 +113,7 @@ func WriteRun(w io.Writer, r *result.Run) error {
 			cal.add("  p99 RTT", dur(s.P99RTT), dur(s.WeirP99RTT), "")
 		}
 		var cb strings.Builder
-		cal.write(&cb)
+		_ = cal.write(&cb) // a strings.Builder does not fail
 		b.WriteString(cb.String())
 		for _, e := range c.Errors {
 			fmt.Fprintf(&b, "calibration: %s\n", e)

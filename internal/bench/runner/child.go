@@ -1,3 +1,5 @@
+//go:build linux
+
 package runner
 
 import (
@@ -127,7 +129,7 @@ func Serve(in io.Reader, out io.Writer) error {
 			}
 			var err error
 			if srv, err = engine.NewServer(*m.Plan); err != nil {
-				w.send(&msg{Error: err.Error()})
+				_ = w.send(&msg{Error: err.Error()}) // best effort: err is returned either way
 				return err
 			}
 			return w.send(&msg{Ready: true})
@@ -145,7 +147,7 @@ func Serve(in io.Reader, out io.Writer) error {
 				if r.M, err = srv.StopAt(s.Key, s.Txn, s.N); err != nil {
 					r.Err = err.Error()
 				}
-				w.send(&msg{Reply: &r})
+				_ = w.send(&msg{Reply: &r}) // a parent that is gone has nobody to tell
 			}()
 		case m.Finish:
 			res := srv.Wait()
@@ -238,7 +240,7 @@ func Client(in io.Reader, out io.Writer) error {
 		return fmt.Errorf("input ended before the client spec: %v", err)
 	}
 	if err := spec.Plan.Check(); err != nil {
-		w.send(&msg{Error: err.Error()})
+		_ = w.send(&msg{Error: err.Error()}) // best effort: err is returned either way
 		return err
 	}
 	t0 := time.Unix(0, spec.T0)

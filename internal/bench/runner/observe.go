@@ -1,3 +1,5 @@
+//go:build linux
+
 package runner
 
 import (
@@ -17,9 +19,6 @@ import (
 	"github.com/weir-dev/weir/internal/bench/result"
 	"github.com/weir-dev/weir/internal/testhost"
 )
-
-// Modes are the capture modes Observe runs.
-var Modes = []string{"afpacket", "ebpf", "conntrack"}
 
 // observer is weir's capture running in the server host beside the
 // traffic: on the server's interfaces (afpacket, ebpf) or its conntrack
@@ -95,8 +94,8 @@ func startObserver(ctx context.Context, cfg *Config, mode string, h *hosts) (*ob
 
 func (o *observer) kill() {
 	if o.cmd != nil && o.cmd.ProcessState == nil {
-		o.cmd.Process.Kill()
-		o.cmd.Wait()
+		_ = o.cmd.Process.Kill() // it may have exited already
+		_ = o.cmd.Wait()         // "killed": expected
 	}
 }
 
@@ -138,8 +137,8 @@ func (o *observer) finish(run *result.Run, _ *engine.ServerResult) result.Observ
 		nicBytes += b - 14*p // Ethernet headers: the records count IP bytes
 	}
 	res.NICPkts, res.NICBytes = nicPkts, nicBytes
-	time.Sleep(500 * time.Millisecond) // the last packets' polls and drains
-	o.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(500 * time.Millisecond)        // the last packets' polls and drains
+	_ = o.cmd.Process.Signal(syscall.SIGTERM) // an exit already under way shows in Wait below
 	done := make(chan error, 1)
 	go func() { done <- o.cmd.Wait() }()
 	select {
@@ -148,8 +147,8 @@ func (o *observer) finish(run *result.Run, _ *engine.ServerResult) result.Observ
 			res.Diffs = append(res.Diffs, fmt.Sprintf("weir capture: %v: %s", err, lastLines(o.stderr.String(), 5)))
 		}
 	case <-time.After(15 * time.Second):
-		o.cmd.Process.Kill()
-		<-done
+		_ = o.cmd.Process.Kill() // it may have exited just now
+		<-done                   //nolint:errcheck // "killed": the difference below says so
 		res.Diffs = append(res.Diffs, "weir capture did not stop within 15 s")
 	}
 	seen := map[tuple]*counts{}

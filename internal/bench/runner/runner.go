@@ -1,10 +1,5 @@
-// Package runner is weir bench run: it builds the test hosts (one server
-// host, one client host per pair, and the second network when the profile
-// uses it), starts the traffic engine in each of them as a child process
-// (the server side in one, a client in each of the others), relays the
-// clients' stop handshakes, reads the interfaces' kernel counters and the
-// children's CPU time, and, when asked, runs weir's capture beside the
-// traffic (Observe) and the reference tools after it (calibration).
+//go:build linux
+
 package runner
 
 import (
@@ -24,33 +19,6 @@ import (
 	"github.com/weir-dev/weir/internal/bench/result"
 	"github.com/weir-dev/weir/internal/testhost"
 )
-
-// Config is one run.
-type Config struct {
-	Profile     *profile.Profile
-	ProfileFile string
-	Pairs       int              // client/server pairs (clients hosts), ≥ 1
-	Hub         testhost.HubKind // how the primary network joins the hosts
-	Secondary   bool             // build the second network even if the profile does not use it
-	Offloads    bool             // leave TSO/GSO/GRO on (Observe turns them off)
-	Observe     []string         // capture modes run on the server's interfaces
-	Strict      bool             // a difference in Observe is an error
-	Calibrate   bool             // run iperf3 and sockperf after the profile
-	CalTime     time.Duration    // each calibration test's duration (0: 3 s)
-	// Child returns the command that runs this program as a bench child
-	// with role "server" or "client" (e.g. weir bench _child server).
-	Child   func(role string) (exe string, args []string)
-	Version string
-	// Timeout bounds the traffic phase (0: three times the profile's
-	// durations plus a minute).
-	Timeout  time.Duration
-	BasePort int       // first server port (0: 20000)
-	Log      io.Writer // progress lines (nil: none)
-}
-
-// ErrDifference is returned (wrapped) by a strict run whose capture saw
-// something else than was sent.
-var ErrDifference = errors.New("observed traffic differs from what was sent")
 
 // hosts are the run's test hosts.
 type hosts struct {
@@ -252,7 +220,7 @@ func (c *child) end(grace time.Duration) (user, sys time.Duration, err error) {
 	select {
 	case err = <-exited:
 	case <-time.After(grace):
-		c.cmd.Process.Kill()
+		_ = c.cmd.Process.Kill() // it may have exited just now; exited says how
 		err = <-exited
 		if err == nil {
 			err = errors.New("killed")
@@ -349,7 +317,7 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 	srvDone := false
 	defer func() {
 		if !srvDone {
-			srv.end(time.Second)
+			_, _, _ = srv.end(time.Second) // cleanup after the error already returned
 		}
 	}()
 	if err := srv.in.send(&msg{Plan: &plan}); err != nil {
@@ -453,10 +421,10 @@ func traffic(ctx context.Context, cfg *Config, plan engine.Plan, h *hosts, run *
 		}
 		run.NICs = append(run.NICs, nicStats(n.role, n.host, n.net, n.before, after, end.Sub(t0).Seconds()))
 	}
-	srv.in.send(&msg{Finish: true})
+	_ = srv.in.send(&msg{Finish: true}) // a server that is gone shows as srv.done below
 	select {
 	case <-gotServer:
-	case <-srv.done:
+	case <-srv.done: //nolint:errcheck // its exit error comes from srv.end below
 	case <-time.After(10 * time.Second):
 		errs = append(errs, "server: no totals within 10 s")
 	}

@@ -80,7 +80,7 @@ func Open(cfg RingConfig) (*Source, error) {
 	}
 	s := &Source{fd: fd, evfd: -1, iface: strings.Clone(c.Iface), blockSize: c.BlockSize, numBlocks: c.NumBlocks}
 	if err := s.setup(c, ifi); err != nil {
-		s.release()
+		_ = s.release() // the setup error is the one to report
 		return nil, err
 	}
 	return s, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -48,7 +49,7 @@ const (
 const fanoutFlags = FanoutFlagRollover | FanoutFlagUniqueID | FanoutFlagIgnoreOutgoing | FanoutFlagDefrag
 
 // ErrUnsupported is returned by Open on systems without AF_PACKET.
-var ErrUnsupported = errors.New("afpacket: AF_PACKET is only available on Linux")
+var ErrUnsupported = errors.New("afpacket: live capture (-i, AF_PACKET) needs Linux; this is " + runtime.GOOS + " (weir capture --read works everywhere)")
 
 // RingConfig describes one AF_PACKET ring. Zero values get the defaults.
 type RingConfig struct {

@@ -98,7 +98,8 @@ func TestDecodeFull(t *testing.T) {
 // flags (NLA_F_NET_BYTEORDER) and a last attribute without padding.
 func TestDecodeSmallForms(t *testing.T) {
 	m := newMsg(ipctnlMsgCtDelete, 0, nfnetlink.FamilyInet)
-	m.tuple(ctaTupleOrig, a4, b4, 1, 0x4242, 8<<8|0).tuple(ctaTupleReply, b4, a4, 1, 0x4242, 0)
+	// ICMP echo request: type 8, code 0.
+	m.tuple(ctaTupleOrig, a4, b4, 1, 0x4242, 8<<8).tuple(ctaTupleReply, b4, a4, 1, 0x4242, 0)
 	m.begin(ctaCountersOrig).be32(ctaCounters32Packets, 7).be32(ctaCounters32Bytes, 700).end()
 	m.be32(ctaStatus|nfnetlink.AttrFNetByteord, uint32(StatusDying|StatusSrcNAT))
 	m.attr(ctaLabels, []byte{0xaa, 0xbb, 0xcc, 0xdd})

@@ -167,8 +167,7 @@ func snmpValue(b []byte, sect, name string) uint64 {
 		if !bytes.HasPrefix(line, prefix) {
 			continue
 		}
-		var vals []byte
-		vals, b, _ = bytes.Cut(b, []byte("\n"))
+		vals, _, _ := bytes.Cut(b, []byte("\n"))
 		names, values := bytes.Fields(line[len(prefix):]), bytes.Fields(bytes.TrimPrefix(vals, prefix))
 		for i, n := range names {
 			if string(n) == name && i < len(values) {

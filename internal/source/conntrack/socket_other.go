@@ -5,13 +5,14 @@ package conntrack
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/weir-dev/weir/internal/sink"
 )
 
 // ErrUnsupported is returned by Open on systems without ctnetlink.
-var ErrUnsupported = errors.New("conntrack: ctnetlink needs Linux")
+var ErrUnsupported = errors.New("conntrack: the conntrack source (ctnetlink) needs Linux; this is " + runtime.GOOS)
 
 // ErrOverrun is returned when the socket's receive buffer overflowed (Linux only).
 var ErrOverrun = errors.New("conntrack: netlink receive buffer overrun")

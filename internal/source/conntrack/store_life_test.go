@@ -42,7 +42,6 @@ type kentry struct {
 	events   bool // the entry has an event extension (a listener existed when it was made)
 	listed   [2]Counters
 	wasDump  bool // a dump listed it
-	newRead  bool // its new event was read
 }
 
 // kevent is an event waiting to be read: at poll at, before the dump or

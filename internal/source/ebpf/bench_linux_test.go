@@ -344,7 +344,6 @@ func BenchmarkRSS(b *testing.B) {
 	for b.Loop() {
 		fillAndDrain(b, s, keys, vals)
 	}
-	keys, vals = nil, nil
 	b.ReportMetric(float64(idle)/(1<<20), "idle-rss-MB")
 	b.ReportMetric(float64(vmRSS(b)-idle)/(1<<20), "growth-MB")
 }

@@ -119,11 +119,16 @@ func (s *Source) drainPerKey(m *ebpf.Map) (int, error) {
 		keys = append(keys, k)
 		total++
 	}
+	// An entry that stays would be counted again at the next drain: a
+	// failed delete is an error, not silence (one already gone is fine).
+	var derr error
 	for i := range keys {
-		m.Delete(&keys[i])
+		if err := m.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) && derr == nil {
+			derr = fmt.Errorf("deleting a drained entry: %w", err)
+		}
 	}
 	s.keys[0] = keys[:0]
-	return total, it.Err()
+	return total, errors.Join(it.Err(), derr)
 }
 
 // add hands one entry to the table: its counts at the interface that
@@ -194,7 +199,7 @@ func isMapped(a *[16]byte) bool {
 // the wall clock.
 func wallMinusMono() int64 {
 	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // CLOCK_MONOTONIC always exists on Linux
 	return time.Now().UnixNano() - ts.Nano()
 }
 

@@ -116,7 +116,7 @@ var ErrConfig = errors.New("kflow: bad configuration")
 func (cfg Config) normalize() (Config, error) {
 	c := cfg
 	if c.Select == nil {
-		return c, errors.Join(ErrConfig, errors.New("Select is nil"))
+		return c, errors.Join(ErrConfig, errors.New("no Select function in the Config"))
 	}
 	if c.MaxFlows <= 0 {
 		c.MaxFlows = DefaultMaxFlows

@@ -277,7 +277,7 @@ func (s *Source) Run(ctx context.Context, out sink.Sink) error {
 		case <-ctx.Done():
 			return s.shutdown(readErr)
 		case err := <-readErr:
-			s.stopRing(nil)
+			_ = s.stopRing(nil) // nil: the reader has returned; nothing to wait for
 			return err
 		case ev := <-s.events:
 			s.linkEvent(ev)
@@ -296,7 +296,7 @@ func (s *Source) Run(ctx context.Context, out sink.Sink) error {
 		case <-timer.C:
 		}
 		if err := s.evict(reason); err != nil {
-			s.stopRing(readErr)
+			_ = s.stopRing(readErr) // the eviction error is the one to report
 			return err
 		}
 		s.forgetGone()
@@ -329,7 +329,7 @@ func (s *Source) stopRing(readErr chan error) error {
 		return nil
 	}
 	s.sp.stopping.Store(true)
-	s.ring.Flush()
+	_ = s.ring.Flush() // wakes the reader; it reports its own errors on readErr
 	for {
 		select {
 		case err := <-readErr:

@@ -5,12 +5,13 @@ package ebpf
 import (
 	"context"
 	"errors"
+	"runtime"
 
 	"github.com/weir-dev/weir/internal/sink"
 )
 
 // ErrUnsupported: eBPF needs Linux.
-var ErrUnsupported = errors.New("kflow: the eBPF source needs Linux")
+var ErrUnsupported = errors.New("ebpf: the eBPF source needs Linux; this is " + runtime.GOOS)
 
 // Source is the eBPF source; on this system New always fails.
 type Source struct{}

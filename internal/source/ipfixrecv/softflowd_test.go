@@ -125,7 +125,7 @@ func TestSoftflowd(t *testing.T) {
 			}
 			// The datagrams are on loopback by now: wait until their packets
 			// are all counted (or 10 s).
-			got := protoTotals{}
+			var got protoTotals
 			var recs []flow.Record
 			for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 				m.mu.Lock()

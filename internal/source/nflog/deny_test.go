@@ -104,8 +104,7 @@ func TestTableModel(t *testing.T) {
 	type agg struct{ packets, bytes uint64 }
 	model := map[DenyKey]agg{}
 	var exported uint64
-	var tb *DenyTable
-	tb = NewDenyTable(64, 50, nil, func(f *DenyFlow) {
+	tb := NewDenyTable(64, 50, nil, func(f *DenyFlow) {
 		k := DenyKey{Flow: f.Key, Group: f.Group}
 		m, ok := model[k]
 		if !ok || m.packets != f.Packets || m.bytes != f.Bytes {

@@ -5,13 +5,14 @@ package nflog
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/weir-dev/weir/internal/sink"
 )
 
 // ErrUnsupported is returned by Open on systems without netfilter.
-var ErrUnsupported = errors.New("nflog: NFLOG needs Linux")
+var ErrUnsupported = errors.New("nflog: the NFLOG source needs Linux; this is " + runtime.GOOS)
 
 // ErrOverrun mirrors the Linux error (never returned here).
 var ErrOverrun = errors.New("nflog: netlink receive buffer overrun")

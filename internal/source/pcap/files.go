@@ -97,7 +97,7 @@ func (m *Files) open(i int) error {
 	if m.paths[i] == Stdin {
 		in, restore := m.stop.watch(m.stdin)
 		if r, err = NewReader(in); err != nil {
-			restore()
+			_ = restore() // the reader's error is the one to report
 			return fmt.Errorf("%s: %w", m.label(i), err)
 		}
 		r.closer = closerFunc(restore)
@@ -108,11 +108,11 @@ func (m *Files) open(i int) error {
 		}
 		in, restore := m.stop.watch(f)
 		if r, err = NewReader(in); err != nil {
-			restore()
+			_ = restore() // the reader's error is the one to report
 			f.Close()
 			return fmt.Errorf("%s: %w", m.label(i), err)
 		}
-		r.closer = closerFunc(func() error { restore(); return f.Close() })
+		r.closer = closerFunc(func() error { return errors.Join(restore(), f.Close()) })
 	}
 	r.DefaultIface = m.name
 	m.cur, m.idx, m.started = r, i, false

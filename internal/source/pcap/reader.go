@@ -335,7 +335,7 @@ func (r *Reader) peek(n int, atStart bool) ([]byte, error) {
 
 // consume drops n bytes that were already peeked (so Discard cannot fail).
 func (r *Reader) consume(n int) {
-	r.br.Discard(n)
+	_, _ = r.br.Discard(n) // peeked already: cannot fail
 	r.off += int64(n)
 }
 

@@ -42,7 +42,7 @@ func (s *stopper) watch(r io.Reader) (io.Reader, func() error) {
 		return r, nop
 	}
 	dup, flags := -1, 0
-	rc.Control(func(fd uintptr) {
+	_ = rc.Control(func(fd uintptr) { // a failure leaves dup < 0: no stopper, as below
 		var err error
 		if flags, err = unix.FcntlInt(fd, unix.F_GETFL, 0); err != nil {
 			return
@@ -71,7 +71,7 @@ func (s *stopper) watch(r io.Reader) (io.Reader, func() error) {
 		s.f = nil
 		s.mu.Unlock()
 		if rc, err := nf.SyscallConn(); err == nil && !wasNonblock {
-			rc.Control(func(fd uintptr) { syscall.SetNonblock(int(fd), false) })
+			_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }) // best effort: give stdin back as it was
 		}
 		return nf.Close()
 	}

@@ -49,7 +49,7 @@ func writeSynthetic(path string, flows, packets int, seed int64) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(path + ".tmp")
+	defer func() { _ = os.Remove(path + ".tmp") }() // gone already after the rename
 	w, err := pcap.NewWriter(f, packet.LinkEthernet, synthetic.DefaultSnap)
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func write(path string, seed int64) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
+	defer func() { _ = os.Remove(tmp) }() // gone already after the rename
 	bw := bufio.NewWriter(f)
 	w, err := pcap.NewNgWriter(bw)
 	if err != nil {
