@@ -142,6 +142,8 @@ fi
 
 go mod download
 [ "$profile" = test ] && install_golangci
+# deploy/kubernetes is its own module (the Kubernetes API types its manifest test decodes with)
+if [ "$profile" = test ]; then (cd deploy/kubernetes && go mod download); fi
 
 if [ "$profile" = test ] || [ "$profile" = fleet ]; then
   # Kafka's jars (once; offline after) and chDB, current ClickHouse
