@@ -10,7 +10,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 
 
-.PHONY: run replay test lint bench fuzz chaos build sample generate web install dist deps-run deps-test deps-lint clean
+.PHONY: fleet-demo run replay test lint bench fuzz chaos build sample generate web install dist deps-run deps-test deps-lint clean
 
 # IFACE: the interface `make run` watches: the default route's, else every one.
 IFACE     ?= $(shell ip -o route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($$i == "dev") { print $$(i+1); exit }}')
@@ -35,6 +35,13 @@ test: deps-test lint
 ## lint: golangci-lint (.golangci.yml; the pinned version is built into build/bin once)
 lint: deps-lint
 	build/bin/golangci-lint run ./...
+
+## fleet-demo: three test hosts (network namespaces), a weir agent each with --node-name,
+##             exporting to a real Kafka broker that ClickHouse ingests; one query answers
+##             for all three (root; scripts/fleet-demo.sh)
+fleet-demo: build
+	@scripts/deps.sh fleet
+	scripts/fleet-demo.sh
 
 ## bench: the headline numbers (docs/benchmarks.md explains them)
 bench: build
