@@ -4,7 +4,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -309,8 +308,9 @@ func configOf(t *testing.T, name string, spec corev1.PodSpec, c corev1.Container
 }
 
 // TestConfigKeysAreFlags: every key of the weir config files the ConfigMaps
-// carry is a long flag of the command the container runs, read from the
-// command's own help (so a renamed flag breaks this test, not a cluster).
+// carry is a long flag of the command the container runs, as that command's
+// own `weir config example` lists them (so a renamed flag breaks this test,
+// not a cluster).
 func TestConfigKeysAreFlags(t *testing.T) {
 	m := load(t)
 	bin := filepath.Join(t.TempDir(), "weir")
@@ -346,16 +346,20 @@ func TestConfigKeysAreFlags(t *testing.T) {
 	}
 }
 
-// helpFlags returns the flag names `weir CMD --help` lists.
+// helpFlags returns the long flag names of weir CMD: the keys its
+// `weir config example CMD` lists, plus --config itself.
 func helpFlags(t *testing.T, bin, cmd string) map[string]bool {
 	t.Helper()
-	out, _ := exec.Command(bin, cmd, "--help").CombinedOutput()
-	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+--?([a-z][a-z0-9-]*)`).FindAllSubmatch(out, -1) {
+	out, err := exec.Command(bin, "config", "example", cmd).CombinedOutput()
+	if err != nil {
+		t.Fatalf("weir config example %s: %v\n%s", cmd, err, out)
+	}
+	flags := map[string]bool{"config": true}
+	for _, m := range regexp.MustCompile(`(?m)^# ([a-z][a-z0-9-]*):`).FindAllSubmatch(out, -1) {
 		flags[string(m[1])] = true
 	}
-	if len(flags) < 5 || !bytes.Contains(out, []byte("duration")) {
-		t.Fatalf("weir %s --help lists %d flags:\n%s", cmd, len(flags), out)
+	if len(flags) < 5 || !flags["duration"] {
+		t.Fatalf("weir config example %s lists %d flags:\n%s", cmd, len(flags), out)
 	}
 	return flags
 }
