@@ -20,8 +20,16 @@ func TerminalOrNil(f *os.File) io.Writer {
 }
 
 // ProgressDelay is how long an operation runs before its bar is drawn:
-// quick ones show nothing.
-const ProgressDelay = 500 * time.Millisecond
+// quick ones show nothing. WEIR_PROGRESS_DELAY (a Go duration, e.g. 0s)
+// overrides it: for tests, which cannot rely on an operation being slow.
+var ProgressDelay = progressDelay(os.Getenv("WEIR_PROGRESS_DELAY"))
+
+func progressDelay(env string) time.Duration {
+	if d, err := time.ParseDuration(env); err == nil && d >= 0 {
+		return d
+	}
+	return 500 * time.Millisecond
+}
 
 // Progress is a progress bar on a terminal, or nothing. A nil *Progress is
 // valid and draws nothing; its methods are safe for concurrent use.
