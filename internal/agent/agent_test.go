@@ -92,12 +92,12 @@ func (s *recSink) Write(recs []flow.Record) error {
 
 func (s *recSink) Close() error { s.mu.Lock(); s.closed = true; s.mu.Unlock(); return nil }
 
-func run(t *testing.T, cfg Config) (error, string) {
+func run(t *testing.T, cfg Config) (string, error) {
 	t.Helper()
 	var stats, log bytes.Buffer
 	cfg.Stats, cfg.Log = &stats, &log
 	err := Run(context.Background(), cfg)
-	return err, stats.String() + log.String()
+	return stats.String() + log.String(), err
 }
 
 // TestFanOut: every sink gets every record, in order of the queues, with
@@ -107,7 +107,7 @@ func TestFanOut(t *testing.T) {
 	a, b := &recSink{}, &recSink{}
 	var out bytes.Buffer
 	p := &fakeProducer{batches: 50, size: 100}
-	err, stats := run(t, Config{
+	stats, err := run(t, Config{
 		Open: func() (source.Producer, error) { return p, nil },
 		Sinks: Sinks{Format: "json", Stdout: &out, Node: "host1",
 			Extra: []Output{{Name: "a", Sink: a}, {Name: "b", Sink: b}}},
@@ -140,7 +140,7 @@ func TestLiveDrops(t *testing.T) {
 	slow, fast := &recSink{block: make(chan struct{})}, &recSink{}
 	p := &fakeProducer{batches: 20, size: 10, running: make(chan struct{})}
 	go func() { <-p.running; close(slow.block) }()
-	err, stats := run(t, Config{
+	stats, err := run(t, Config{
 		Open:       func() (source.Producer, error) { return p, nil },
 		Live:       true,
 		QueueDepth: 1,
@@ -181,7 +181,7 @@ func TestSignalBoundsExit(t *testing.T) {
 		syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	}()
 	start := time.Now()
-	err, stats := run(t, Config{
+	stats, err := run(t, Config{
 		Open:  func() (source.Producer, error) { return p, nil },
 		Live:  true,
 		Sinks: Sinks{Extra: []Output{{Name: "hung", Sink: hung}}},
@@ -206,7 +206,7 @@ func TestSignalBoundsExit(t *testing.T) {
 func TestDuration(t *testing.T) {
 	s := &recSink{}
 	p := &fakeProducer{batches: 3, size: 7, wait: true}
-	err, _ := run(t, Config{Open: func() (source.Producer, error) { return p, nil }, Live: true, Duration: 100 * time.Millisecond,
+	_, err := run(t, Config{Open: func() (source.Producer, error) { return p, nil }, Live: true, Duration: 100 * time.Millisecond,
 		Sinks: Sinks{Extra: []Output{{Name: "s", Sink: s}}}})
 	if err != nil || s.n != 21 {
 		t.Errorf("err %v, %d records; want nil, 21", err, s.n)
@@ -219,27 +219,27 @@ func TestDuration(t *testing.T) {
 func TestErrors(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	storeCfg := &store.Config{Dir: dir}
-	err, _ := run(t, Config{Open: func() (source.Producer, error) { return nil, errors.New("no such file") }, Sinks: Sinks{Store: storeCfg}})
+	_, err := run(t, Config{Open: func() (source.Producer, error) { return nil, errors.New("no such file") }, Sinks: Sinks{Store: storeCfg}})
 	if ExitCode(err) != ExitFailure {
 		t.Errorf("open failure: exit %d (%v)", ExitCode(err), err)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the store's directory exists after a failed start: %v", err)
 	}
-	if err, _ := run(t, Config{Open: func() (source.Producer, error) { return nil, Usagef("--read: two stdin") }}); ExitCode(err) != ExitUsage {
+	if _, err := run(t, Config{Open: func() (source.Producer, error) { return nil, Usagef("--read: two stdin") }}); ExitCode(err) != ExitUsage {
 		t.Errorf("usage error: exit %d", ExitCode(err))
 	}
-	if err, _ := run(t, Config{Open: func() (source.Producer, error) { return &fakeProducer{}, nil }, Sinks: Sinks{Format: "xml"}}); ExitCode(err) != ExitUsage {
+	if _, err := run(t, Config{Open: func() (source.Producer, error) { return &fakeProducer{}, nil }, Sinks: Sinks{Format: "xml"}}); ExitCode(err) != ExitUsage {
 		t.Errorf("--output xml: exit %d", ExitCode(err))
 	}
-	if err, _ := run(t, Config{Open: func() (source.Producer, error) { return &fakeProducer{}, nil },
+	if _, err := run(t, Config{Open: func() (source.Producer, error) { return &fakeProducer{}, nil },
 		Sinks: Sinks{Export: []string{"ipfix+sctp://127.0.0.1:1"}}}); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "ipfix+tls://") {
 		t.Errorf("bad --export: exit %d (%v)", ExitCode(err), err)
 	}
 	for _, recs := range []int{0, 3} {
 		var out bytes.Buffer
 		boom := errors.New("permission denied")
-		err, _ := run(t, Config{Open: func() (source.Producer, error) { return &fakeProducer{batches: 1, size: recs, err: boom}, nil },
+		_, err := run(t, Config{Open: func() (source.Producer, error) { return &fakeProducer{batches: 1, size: recs, err: boom}, nil },
 			Sinks: Sinks{Format: "table", Stdout: &out}})
 		if !errors.Is(err, boom) || ExitCode(err) != ExitFailure {
 			t.Errorf("run failure: %v, exit %d", err, ExitCode(err))

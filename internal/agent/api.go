@@ -68,7 +68,9 @@ func (a *apiListener) serve(o *opened, p Producer, version string) error {
 	guard := httpauth.Middleware(a.ln.Token, srv, apiOpen)
 	a.hs = &http.Server{Handler: guard, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: api.DefaultQueryTimeout + api.DefaultQueueWait + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10}
-	go a.hs.Serve(a.ln)
+	// Serve returns when close shuts the server down (http.ErrServerClosed)
+	// or the listener fails, which the API's clients see: nothing to report.
+	go func() { _ = a.hs.Serve(a.ln) }()
 	return nil
 }
 

@@ -59,7 +59,7 @@ func TestMetricsServed(t *testing.T) {
 	l.Close()
 	p := &routedProducer{addr: addr}
 	s := &recSink{}
-	err, _ = run(t, Config{Open: func() (Producer, error) { return p, nil }, Live: true, HTTP: HTTP{Addr: addr},
+	_, err = run(t, Config{Open: func() (Producer, error) { return p, nil }, Live: true, HTTP: HTTP{Addr: addr},
 		Sinks: Sinks{Extra: []Output{{Name: "s", Sink: s}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestMetricsServed(t *testing.T) {
 			t.Errorf("/metrics lacks %s:\n%.2000s", want, p.metrics)
 		}
 	}
-	if err, _ := run(t, Config{Open: func() (Producer, error) { return p, nil }, HTTP: HTTP{Addr: "0.0.0.0:0"}}); ExitCode(err) != ExitUsage ||
+	if _, err := run(t, Config{Open: func() (Producer, error) { return p, nil }, HTTP: HTTP{Addr: "0.0.0.0:0"}}); ExitCode(err) != ExitUsage ||
 		!strings.Contains(err.Error(), "--metrics-public") {
 		t.Errorf("a public address without --metrics-public: %v", err)
 	}

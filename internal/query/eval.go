@@ -203,7 +203,7 @@ func evalNum[T uint8 | uint16 | uint32](op cmpOp, x uint64, v []T, sel []bool) {
 // bytes: a row with the previous row's node takes its result.
 func (l *leaf) evalNode(nodes []string, sel []bool) {
 	want := l.op == opEq
-	last, lastRes := "", "" == l.str == want
+	last, lastRes := "", (l.str == "") == want
 	for i, n := range nodes {
 		if n != last { // one comparison of lengths (and pointers) for a run
 			last, lastRes = n, (n == l.str) == want

@@ -336,7 +336,6 @@ func TestExportMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ro.Close()
-		base, batch = nil, nil
 		h := &heapSink{every: 4}
 		j := format.NewJSON(io.Discard)
 		st, err := ExportRecords(context.Background(), ro, &Export{Batch: 1024}, sinkPair{h, j})
