@@ -58,11 +58,19 @@ done
 log "one agent per host, exporting to kafka://$KAFKA/weir-flows"
 for h in "${hosts[@]}"; do
   "$weir" capture -i "wd-$h" --node-name "host-$h" --data-dir off -o none \
-    --idle-timeout 2s --active-timeout 5s --metrics-addr off --duration 25s --stats \
+    --idle-timeout 2s --active-timeout 5s --metrics-addr off --duration 40s --stats \
     --export "kafka://$KAFKA/weir-flows" 2>"$dir/agent-$h.log" &
   pids+=($!)
 done
-sleep 3 # the agents' rings are open well before this; traffic sent earlier would not be seen
+# Traffic sent before an agent's ring is open would not be seen: wait for
+# each to say it listens (bounded: a loaded machine starts them slowly).
+deadline=$((SECONDS + 60))
+for h in "${hosts[@]}"; do
+  until grep -q 'listening on' "$dir/agent-$h.log" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || die "agent host-$h did not start in 60 s: $(cat "$dir/agent-$h.log")"
+    sleep 0.2
+  done
+done
 
 log "traffic: every host pings the others, a to c carries a bounded TCP transfer"
 for h in "${hosts[@]}"; do
@@ -76,19 +84,19 @@ if command -v iperf3 >/dev/null; then
   ip netns exec wdemo-a timeout 15 iperf3 -c 10.77.0.3 -n 20M >/dev/null 2>&1 || log "iperf3 failed (the pings are still there)"
 fi
 
-log "waiting for the agents to flush and exit (--duration 25s)"
+log "waiting for the agents to flush and exit (--duration 40s)"
 for p in "${pids[@]}"; do wait "$p" || die "an agent failed: $(tail -n 3 "$dir"/agent-*.log)"; done
 pids=()
 for h in "${hosts[@]}"; do log "agent host-$h: $(grep -i -m1 'kafka' "$dir/agent-$h.log" || echo 'no kafka line in --stats')"; done
 
-log "asking ClickHouse until all three nodes answer (at most 60 s)"
-deadline=$((SECONDS + 60))
+log "asking ClickHouse until all three nodes answer (at most 180 s)"
+deadline=$((SECONDS + 180))
 while :; do
   out=$("$weir" query --clickhouse "$CLICKHOUSE" -f 1h -n 20 node,sip,dip 2>&1) || true
   n=0
   for h in "${hosts[@]}"; do grep -q "host-$h" <<<"$out" && n=$((n + 1)); done
   if [ "$n" = 3 ]; then break; fi
-  [ $SECONDS -lt $deadline ] || die "only $n of 3 nodes in ClickHouse after 60 s:
+  [ $SECONDS -lt $deadline ] || die "only $n of 3 nodes in ClickHouse after 180 s:
 $out"
   sleep 2
 done
