@@ -5,10 +5,12 @@
 // Each UDP address is served by several sockets bound with SO_REUSEPORT
 // (the kernel hashes an exporter's datagrams to one of them, so its
 // templates stay with one decoder); each socket and each stream
-// connection has a goroutine and a decoder of its own, so nothing on the
-// receive path takes a lock. What exporters control is bounded: template
-// state by one byte budget shared by every decoder and by limits per
-// exporter address, stream connections by a global and a per-source
+// connection has a goroutine and a decoder of its own, so the receive
+// path takes no contended lock (a decoder's own mutex is taken by another
+// only to evict when the template budget is full). What exporters
+// control is bounded: template state by one byte budget shared by every
+// decoder (when full, the exporter holding the most gives way) and by
+// limits per exporter address, stream connections by a global and a per-source
 // bound, an idle timeout and a TLS handshake timeout, interface names
 // per exporter, flow times by the receive time.
 package ipfixrecv
