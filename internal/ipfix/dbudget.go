@@ -103,18 +103,17 @@ const (
 func (b *Budget) take(d *Decoder, a netip.Addr, sessions, templates int, bytes int64) (limitHit, victim) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	u := b.by[a]
+	var hs, ht int
 	var held int64
-	if u != nil {
-		held = u.bytes
+	if u := b.by[a]; u != nil {
+		hs, ht, held = u.sessions, u.templates, u.bytes
 	}
 	switch {
-	case u == nil:
-	case sessions > 0 && u.sessions+sessions > b.per.Sessions:
+	case sessions > 0 && hs+sessions > b.per.Sessions:
 		return hitSessions, victim{}
-	case templates > 0 && u.templates+templates > b.per.Templates:
+	case templates > 0 && ht+templates > b.per.Templates:
 		return hitTemplates, victim{}
-	case bytes > 0 && u.bytes+bytes > b.per.Bytes:
+	case bytes > 0 && held+bytes > b.per.Bytes:
 		return hitBytes, victim{}
 	}
 	if bytes > 0 && b.used+bytes > b.limit {
