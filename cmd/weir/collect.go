@@ -40,6 +40,7 @@ type collectOpts struct {
 	sinks                        sinkOpts
 	// Bounds of what exporters and clients control.
 	handshakeTimeout, idleConnTimeout time.Duration
+	messageTimeout                    time.Duration
 	maxConns, maxConnsPerSource       int
 	templateBudget                    sizeFlag
 	exporterSessions, exporterTmpls   int
@@ -87,7 +88,8 @@ func (o *collectOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, records lost, socket drops) to stderr at exit")
 	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", ipfixrecv.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
 	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", ipfixrecv.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
-	fs.IntVar(&o.maxConns, "max-conns", ipfixrecv.DefaultMaxConns, "TCP/TLS connections served at once; more are closed at once, counted")
+	fs.DurationVar(&o.messageTimeout, "message-timeout", ipfixrecv.DefaultMessageTimeout, "close a tcp:// or tls:// connection whose message is not complete this long after its first byte")
+	fs.IntVar(&o.maxConns, "max-conns", ipfixrecv.DefaultMaxConns, "TCP/TLS connections served at once; a new one past it evicts the one longest without a complete message, counted")
 	fs.IntVar(&o.maxConnsPerSource, "max-conns-per-source", ipfixrecv.DefaultMaxConnsPerSource, "TCP/TLS connections served at once from one source address")
 	o.templateBudget = ipfix.DefaultBudget
 	fs.Var(&o.templateBudget, "template-budget", "memory `size` for all exporters' templates and sessions (64MiB); one exporter address may hold 1/16 of it")
@@ -104,8 +106,8 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 	if o.queueDepth < 1 || o.duration < 0 || o.templateTimeout <= 0 {
 		return agent.Config{}, agent.Usagef("--queue-depth must be at least 1, --duration not negative, --template-timeout positive")
 	}
-	if o.handshakeTimeout <= 0 || o.idleConnTimeout <= 0 || o.datalessTimeout <= 0 || o.maxClockSkew < 0 {
-		return agent.Config{}, agent.Usagef("--handshake-timeout, --idle-conn-timeout and --dataless-timeout must be positive, --max-clock-skew not negative")
+	if o.handshakeTimeout <= 0 || o.idleConnTimeout <= 0 || o.messageTimeout <= 0 || o.datalessTimeout <= 0 || o.maxClockSkew < 0 {
+		return agent.Config{}, agent.Usagef("--handshake-timeout, --idle-conn-timeout, --message-timeout and --dataless-timeout must be positive, --max-clock-skew not negative")
 	}
 	if o.maxConns < 1 || o.maxConnsPerSource < 1 || o.exporterSessions < 1 || o.exporterTmpls < 1 || o.maxIfacesPerExporter < 1 {
 		return agent.Config{}, agent.Usagef("--max-conns, --max-conns-per-source, --exporter-sessions, --exporter-templates and --max-ifaces-per-exporter must be at least 1")
@@ -115,7 +117,7 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 		skew = -1 // the collector's "keep times as sent"
 	}
 	ccfg := ipfixrecv.Config{Listen: o.listen, Sockets: o.sockets, Logf: logf(stderr, "collect"),
-		HandshakeTimeout: o.handshakeTimeout, IdleConnTimeout: o.idleConnTimeout,
+		HandshakeTimeout: o.handshakeTimeout, IdleConnTimeout: o.idleConnTimeout, MessageTimeout: o.messageTimeout,
 		MaxConns: o.maxConns, MaxConnsPerSource: o.maxConnsPerSource, MaxIfacesPerExporter: o.maxIfacesPerExporter,
 		TemplateBudget: int64(o.templateBudget), MaxClockSkew: skew,
 		ExporterLimits: ipfix.ExporterLimits{Sessions: o.exporterSessions, Templates: o.exporterTmpls},

@@ -24,7 +24,10 @@ const (
 
 // ExporterLimits bound what one exporter address may hold in a Budget.
 // An exporter over one of them makes room by forgetting its own least
-// recently used session, never another exporter's.
+// recently used session, never another exporter's. When the Budget as a
+// whole is full, the exporter that holds the most gives up its least
+// recently used session (max-min fairness, dfair.go): an exporter under
+// its fair share (the budget ÷ the exporters) always gets its templates.
 type ExporterLimits struct {
 	Sessions  int   // default DefaultExporterSessions
 	Templates int   // default DefaultExporterTemplates
@@ -40,15 +43,21 @@ type Budget struct {
 	limit int64
 	per   ExporterLimits
 
-	mu   sync.Mutex
-	used int64
-	by   map[netip.Addr]*usage
+	mu    sync.Mutex
+	used  int64
+	by    map[netip.Addr]*usage
+	heavy usageHeap           // the exporters, most bytes first
+	debts map[*Decoder][]debt // evictions owed by decoders that were busy (dfair.go)
+	over  int64               // how far used may exceed limit while debts are paid
 }
 
 // usage is what one exporter address holds.
 type usage struct {
+	addr                netip.Addr
 	sessions, templates int
 	bytes               int64
+	idx                 int                // in Budget.heavy
+	in                  map[*Decoder]int64 // its bytes by decoder
 }
 
 // NewBudget returns a Budget of limit bytes (DefaultBudget when not
@@ -66,7 +75,8 @@ func NewBudget(limit int64, per ExporterLimits) *Budget {
 	if per.Bytes <= 0 {
 		per.Bytes = limit / DefaultExporterShare
 	}
-	return &Budget{limit: limit, per: per, by: map[netip.Addr]*usage{}}
+	return &Budget{limit: limit, per: per, by: map[netip.Addr]*usage{}, debts: map[*Decoder][]debt{},
+		over: max(limit/64, 64<<10)}
 }
 
 // Used returns the bytes held, and the limit.
@@ -87,33 +97,48 @@ const (
 	hitBudget
 )
 
-// take reserves sessions, templates and bytes for exporter a, or reports
-// the bound that refuses them (reserving nothing).
-func (b *Budget) take(a netip.Addr, sessions, templates int, bytes int64) limitHit {
+// take reserves sessions, templates and bytes for exporter a in decoder
+// d, or reports the bound that refuses them (reserving nothing). When it
+// is the budget, victim is whose session should go to make room.
+func (b *Budget) take(d *Decoder, a netip.Addr, sessions, templates int, bytes int64) (limitHit, victim) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	u := b.by[a]
-	if u == nil {
-		u = &usage{}
+	var hs, ht int
+	var held int64
+	if u := b.by[a]; u != nil {
+		hs, ht, held = u.sessions, u.templates, u.bytes
 	}
 	switch {
-	case sessions > 0 && u.sessions+sessions > b.per.Sessions:
-		return hitSessions
-	case templates > 0 && u.templates+templates > b.per.Templates:
-		return hitTemplates
-	case bytes > 0 && u.bytes+bytes > b.per.Bytes:
-		return hitBytes
-	case bytes > 0 && b.used+bytes > b.limit:
-		return hitBudget
+	case sessions > 0 && hs+sessions > b.per.Sessions:
+		return hitSessions, victim{}
+	case templates > 0 && ht+templates > b.per.Templates:
+		return hitTemplates, victim{}
+	case bytes > 0 && held+bytes > b.per.Bytes:
+		return hitBytes, victim{}
 	}
-	u.sessions, u.templates, u.bytes = u.sessions+sessions, u.templates+templates, u.bytes+bytes
-	b.used += bytes
-	b.by[a] = u
-	return hitNone
+	if bytes > 0 && b.used+bytes > b.limit {
+		return hitBudget, b.victim(a, held)
+	}
+	b.add(d, a, sessions, templates, bytes)
+	return hitNone, victim{}
 }
 
-// give returns what take reserved.
-func (b *Budget) give(a netip.Addr, sessions, templates int, bytes int64) {
+// add charges exporter a in decoder d (b.mu held).
+func (b *Budget) add(d *Decoder, a netip.Addr, sessions, templates int, bytes int64) {
+	u := b.by[a]
+	if u == nil {
+		u = &usage{addr: a, in: map[*Decoder]int64{}}
+		b.by[a] = u
+		b.heavy.push(u)
+	}
+	u.sessions, u.templates, u.bytes = u.sessions+sessions, u.templates+templates, u.bytes+bytes
+	u.in[d] += bytes
+	b.used += bytes
+	b.heavy.fix(u.idx)
+}
+
+// give returns what take reserved for exporter a in decoder d.
+func (b *Budget) give(d *Decoder, a netip.Addr, sessions, templates int, bytes int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u := b.by[a]
@@ -122,9 +147,15 @@ func (b *Budget) give(a netip.Addr, sessions, templates int, bytes int64) {
 	}
 	u.sessions, u.templates, u.bytes = u.sessions-sessions, u.templates-templates, u.bytes-bytes
 	b.used -= bytes
+	if u.in[d] -= bytes; u.in[d] <= 0 {
+		delete(u.in, d)
+	}
 	if u.sessions <= 0 && u.templates <= 0 && u.bytes <= 0 {
 		delete(b.by, a)
+		b.heavy.remove(u.idx)
+		return
 	}
+	b.heavy.fix(u.idx)
 }
 
 // The costs charged to a Budget: conservative estimates of the heap each

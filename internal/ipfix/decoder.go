@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -204,7 +206,12 @@ func (s *DecodeStats) Add(o *DecodeStats) {
 
 // Decoder decodes IPFIX, NetFlow v9 and v5 messages into flow records. It
 // is not safe for concurrent use: give each socket or connection its own.
+// (Its mutex is for decoders sharing a Budget, which may evict each
+// other's sessions when it is full: dfair.go.)
 type Decoder struct {
+	mu        sync.Mutex  // held by Decode, Sweep, Forget, Close; TryLock by other decoders
+	owes      atomic.Bool // the budget holds debts of this decoder (dfair.go)
+	decoding  bool        // inside Decode (read and written by its caller only)
 	cfg       DecoderConfig
 	budget    *Budget
 	sessions  map[sessionKey]*session
@@ -248,8 +255,13 @@ func NewDecoder(cfg DecoderConfig) *Decoder {
 	return &Decoder{cfg: cfg, budget: b, sessions: map[sessionKey]*session{}, exporters: map[netip.Addr]*exporterList{}}
 }
 
-// Stats returns the counters.
+// Stats returns the counters. Like every method, call it from the
+// goroutine that calls Decode (an emit callback may).
 func (d *Decoder) Stats() DecodeStats {
+	if !d.decoding {
+		d.mu.Lock()
+		defer d.unlock()
+	}
 	s := d.stats
 	s.TemplatesLive, s.SessionsLive = uint64(d.live), uint64(len(d.sessions))
 	for _, x := range d.sessions {
@@ -262,6 +274,10 @@ func (d *Decoder) Stats() DecodeStats {
 // options data without a selector (or NetFlow v5 header) announced for
 // domain, or 0. Decoded records carry their own in flow.Record.Sampling.
 func (d *Decoder) Sampling(exporter netip.AddrPort, domain uint32) uint32 {
+	if !d.decoding {
+		d.mu.Lock()
+		defer d.unlock()
+	}
 	for _, v := range []uint16{Version, 9, 5} {
 		if s := d.sessions[sessionKey{exporter, domain, v}]; s != nil && s.sampling != 0 {
 			return s.sampling
@@ -280,6 +296,12 @@ func (d *Decoder) fail(reason DecodeError, format string, a ...any) error {
 // emitted before an error stay emitted. Every error is counted by reason
 // and wraps ErrDecode.
 func (d *Decoder) Decode(exporter netip.AddrPort, msg []byte, emit func(*flow.Record)) error {
+	d.mu.Lock()
+	d.decoding = true
+	defer func() {
+		d.decoding = false
+		d.unlock()
+	}()
 	if len(msg) < 4 {
 		return d.fail(ErrShortHeader, "%d bytes", len(msg))
 	}

@@ -69,13 +69,14 @@ const (
 	EvictExporterBytes                        // its exporter held too many bytes of template state
 	EvictNoData                               // no flow record came within DecoderConfig.DatalessTimeout of its start
 	EvictIdle                                 // no message came for the template timeout
+	EvictBudgetFull                           // the Budget was full and its exporter held the most of it (dfair.go)
 	numEvictReasons
 )
 
 // NumEvictReasons is the number of EvictReason values.
 const NumEvictReasons = int(numEvictReasons)
 
-var evictReasonNames = [numEvictReasons]string{"exporter_sessions", "exporter_templates", "exporter_bytes", "no_data", "idle"}
+var evictReasonNames = [numEvictReasons]string{"exporter_sessions", "exporter_templates", "exporter_bytes", "no_data", "idle", "budget_full"}
 
 // String returns the reason's metric label.
 func (r EvictReason) String() string {
@@ -118,19 +119,36 @@ func (d *Decoder) session(key sessionKey) (*session, error) {
 // reserve charges s's exporter for sessions, templates and bytes. An
 // exporter over its own limits first forgets its least recently used
 // session other than s (and other than the session of the message being
-// decoded); a full budget first forgets the sessions whose time is up.
-// What still does not fit is refused, counted.
+// decoded). A full budget first forgets the sessions whose time is up (at
+// most once a second), then the least recently used session of the
+// exporter holding the most (dfair.go). What still does not fit is
+// refused, counted.
 func (d *Decoder) reserve(s *session, sessions, templates int, bytes int64) error {
 	a := s.key.from.Addr()
-	swept := false
+	var waited time.Duration
 	for {
-		switch hit := d.budget.take(a, sessions, templates, bytes); hit {
+		hit, v := d.budget.take(d, a, sessions, templates, bytes)
+		switch hit {
 		case hitNone:
 			return nil
 		case hitBudget:
-			if !swept {
-				swept = true
-				if d.sweep(d.cfg.Now()) > 0 {
+			if now := d.cfg.Now(); now.After(d.nextSweep) && d.sweep(now) > 0 {
+				continue
+			}
+			if d.makeRoom(s, v) {
+				continue
+			}
+			if v.dec != nil && v.dec != d {
+				if d.budget.lend(d, a, sessions, templates, bytes, v) {
+					if v.dec.mu.TryLock() { // it may have gone idle meanwhile: pay now
+						v.dec.unlock()
+					}
+					return nil
+				}
+				if waited < maxWait { // the overdraft is spent: give the busy decoder a moment to pay
+					t0 := time.Now()
+					v.dec.wait()
+					waited += time.Since(t0)
 					continue
 				}
 			}
@@ -166,7 +184,7 @@ func (d *Decoder) grow(s *session, bytes int64) bool {
 // shrink gives back bytes s was charged.
 func (d *Decoder) shrink(s *session, bytes int64) {
 	s.cost -= bytes
-	d.budget.give(s.key.from.Addr(), 0, 0, bytes)
+	d.budget.give(d, s.key.from.Addr(), 0, 0, bytes)
 }
 
 // sweep forgets the sessions whose time is up (not the one being decoded)
@@ -204,6 +222,8 @@ func (d *Decoder) sweep(now time.Time) int {
 // calls it when its socket is idle, so that their budget comes back
 // without traffic.
 func (d *Decoder) Sweep() {
+	d.mu.Lock()
+	defer d.unlock()
 	if now := d.cfg.Now(); now.After(d.nextSweep) {
 		d.sweep(now)
 	}
@@ -220,7 +240,7 @@ func (d *Decoder) drop(v *session) {
 	delete(d.sessions, v.key)
 	d.unlink(v)
 	d.live -= len(v.templates)
-	d.budget.give(v.key.from.Addr(), 1, len(v.templates), v.cost)
+	d.budget.give(d, v.key.from.Addr(), 1, len(v.templates), v.cost)
 	if d.last == v {
 		d.last = nil
 	}
@@ -229,6 +249,8 @@ func (d *Decoder) drop(v *session) {
 // Forget drops the templates of every session of exporter (its TCP
 // connection closed).
 func (d *Decoder) Forget(exporter netip.AddrPort) {
+	d.mu.Lock()
+	defer d.unlock()
 	if l := d.exporters[exporter.Addr()]; l != nil {
 		for s := l.oldest; s != nil; {
 			next := s.newer
@@ -243,6 +265,8 @@ func (d *Decoder) Forget(exporter netip.AddrPort) {
 // Close forgets every session, giving back the budget they held. The
 // Decoder may be used again.
 func (d *Decoder) Close() {
+	d.mu.Lock()
+	defer d.unlock()
 	for _, l := range d.exporters {
 		for l.oldest != nil {
 			d.drop(l.oldest)
@@ -318,5 +342,5 @@ func (d *Decoder) forgetTemplate(s *session, id uint16, t *template) {
 	delete(s.templates, id)
 	d.live--
 	s.cost -= t.cost
-	d.budget.give(s.key.from.Addr(), 0, 1, t.cost)
+	d.budget.give(d, s.key.from.Addr(), 0, 1, t.cost)
 }

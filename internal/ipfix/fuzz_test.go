@@ -130,11 +130,12 @@ func checkBounds(t *testing.T, d *Decoder, b *Budget, limits ExporterLimits) {
 		t.Fatalf("%d templates counted, %d held; %d sessions listed of %d", d.live, live, listed, len(d.sessions))
 	}
 	for a, u := range per {
-		if bu := b.by[a]; bu == nil || *bu != *u || u.sessions > limits.Sessions || u.templates > limits.Templates || u.bytes > limits.Bytes {
+		if bu := b.by[a]; bu == nil || bu.sessions != u.sessions || bu.templates != u.templates || bu.bytes != u.bytes ||
+			bu.in[d] != u.bytes || b.heavy[bu.idx] != bu || u.sessions > limits.Sessions || u.templates > limits.Templates || u.bytes > limits.Bytes {
 			t.Fatalf("exporter %v holds %+v, the budget says %+v (limits %+v)", a, *u, bu, limits)
 		}
 	}
-	if len(b.by) != len(per) {
+	if len(b.by) != len(per) || len(b.heavy) != len(per) {
 		t.Fatalf("budget knows %d exporters, sessions %d", len(b.by), len(per))
 	}
 }

@@ -5,10 +5,12 @@
 // Each UDP address is served by several sockets bound with SO_REUSEPORT
 // (the kernel hashes an exporter's datagrams to one of them, so its
 // templates stay with one decoder); each socket and each stream
-// connection has a goroutine and a decoder of its own, so nothing on the
-// receive path takes a lock. What exporters control is bounded: template
-// state by one byte budget shared by every decoder and by limits per
-// exporter address, stream connections by a global and a per-source
+// connection has a goroutine and a decoder of its own, so the receive
+// path takes no contended lock (a decoder's own mutex is taken by another
+// only to evict when the template budget is full). What exporters
+// control is bounded: template state by one byte budget shared by every
+// decoder (when full, the exporter holding the most gives way) and by
+// limits per exporter address, stream connections by a global and a per-source
 // bound, an idle timeout and a TLS handshake timeout, interface names
 // per exporter, flow times by the receive time.
 package ipfixrecv
@@ -48,6 +50,9 @@ const (
 	// DefaultIdleConnTimeout closes a stream connection that sent no
 	// byte for this long.
 	DefaultIdleConnTimeout = 5 * time.Minute
+	// DefaultMessageTimeout closes a stream connection whose message is
+	// not complete this long after its first byte (a slow client).
+	DefaultMessageTimeout = 30 * time.Second
 	// DefaultMaxIfaces bounds the distinct interface names the collector
 	// passes on; later ones become flow.OtherIface, so hostile exporters
 	// cannot make the store open a partition per made-up name.
@@ -85,12 +90,16 @@ type Config struct {
 	Batch         int
 	FlushInterval time.Duration
 	// MaxConns and MaxConnsPerSource bound the stream connections open
-	// at once, in all and from one source address; HandshakeTimeout a
-	// TLS handshake; IdleConnTimeout a connection without a byte.
+	// at once, in all and from one source address (at MaxConns a new
+	// connection evicts the one that has waited longest for a complete
+	// message); HandshakeTimeout a TLS handshake; IdleConnTimeout a
+	// connection without a byte; MessageTimeout a message from its first
+	// byte to its last.
 	MaxConns          int
 	MaxConnsPerSource int
 	HandshakeTimeout  time.Duration
 	IdleConnTimeout   time.Duration
+	MessageTimeout    time.Duration
 	// MaxIfaces and MaxIfacesPerExporter bound the distinct interface
 	// names passed on, in all and introduced by one exporter address (of
 	// the first MaxExporters; later ones only by MaxIfaces).
@@ -137,6 +146,8 @@ type Collector struct {
 		accepted, readErrs, sinkErrs, socketDrops atomic.Uint64
 		rejected, rejectedPerSource, idleClosed   atomic.Uint64
 		handshakeTimeouts, handshakeFailures      atomic.Uint64
+		evicted, msgTimeouts                      atomic.Uint64
+		partialMsgs, partialBytes                 atomic.Uint64
 	}
 }
 
@@ -175,6 +186,7 @@ func newCollector(cfg Config) *Collector {
 	cfg.MaxConnsPerSource = or(cfg.MaxConnsPerSource, DefaultMaxConnsPerSource)
 	cfg.HandshakeTimeout = or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	cfg.IdleConnTimeout = or(cfg.IdleConnTimeout, DefaultIdleConnTimeout)
+	cfg.MessageTimeout = or(cfg.MessageTimeout, DefaultMessageTimeout)
 	cfg.MaxIfaces = or(cfg.MaxIfaces, DefaultMaxIfaces)
 	cfg.MaxIfacesPerExporter = or(cfg.MaxIfacesPerExporter, DefaultMaxIfacesPerExporter)
 	cfg.MaxExporters = or(cfg.MaxExporters, DefaultMaxExporters)
@@ -311,11 +323,22 @@ func (c *Collector) Run(ctx context.Context, out sink.Sink) error {
 type Stats struct {
 	ipfix.DecodeStats
 	ConnsAccepted uint64 // stream connections accepted
-	// ConnsRejected were closed at once: MaxConns were open; and
-	// ConnsRejectedPerSource: their source had MaxConnsPerSource open.
+	// ConnsRejected were closed at once: the collector was shutting
+	// down; and ConnsRejectedPerSource: their source had
+	// MaxConnsPerSource open.
 	ConnsRejected, ConnsRejectedPerSource uint64
 	ConnsOpen                             int64
 	ConnsIdleClosed                       uint64 // closed after IdleConnTimeout without a byte
+	// ConnsEvicted were closed to make room for a new connection when
+	// MaxConns were open (the one that had waited longest for a complete
+	// message); ConnsMessageTimeouts because a message was not complete
+	// MessageTimeout after its first byte.
+	ConnsEvicted, ConnsMessageTimeouts uint64
+	// PartialMessages are messages cut when their connection closed
+	// (evicted, timed out, shut down, or the peer left mid-message), and
+	// PartialBytes the bytes of them that had come: received, not
+	// decoded.
+	PartialMessages, PartialBytes uint64
 	// HandshakeTimeouts and HandshakeFailures are TLS handshakes that did
 	// not finish within HandshakeTimeout, or failed (bad certificate, not
 	// TLS): their connections were closed.
@@ -351,6 +374,8 @@ func (c *Collector) Stats() Stats {
 	s := &c.stats
 	st.ConnsAccepted, st.ConnsRejected, st.ConnsRejectedPerSource = s.accepted.Load(), s.rejected.Load(), s.rejectedPerSource.Load()
 	st.ConnsOpen, st.ConnsIdleClosed = c.conns.open(), s.idleClosed.Load()
+	st.ConnsEvicted, st.ConnsMessageTimeouts = s.evicted.Load(), s.msgTimeouts.Load()
+	st.PartialMessages, st.PartialBytes = s.partialMsgs.Load(), s.partialBytes.Load()
 	st.HandshakeTimeouts, st.HandshakeFailures = s.handshakeTimeouts.Load(), s.handshakeFailures.Load()
 	st.ReadErrors, st.SinkErrors, st.SocketDrops = s.readErrs.Load(), s.sinkErrs.Load(), s.socketDrops.Load()
 	st.BudgetUsed, st.BudgetLimit = c.budget.Used()

@@ -42,7 +42,7 @@ func FuzzStream(f *testing.F) {
 		m := &memSink{}
 		c := newCollector(Config{FlushInterval: time.Minute, IdleConnTimeout: time.Minute, Batch: 8})
 		c.out = m
-		c.serveStream(&bytesConn{r: bytes.NewReader(b)}, peer)
+		c.serveStream(&bytesConn{r: bytes.NewReader(b)}, peer, nil)
 		st := c.Stats()
 		if uint64(m.len()) != st.Records || st.TemplatesLive != 0 || st.SessionsLive != 0 || st.BudgetUsed != 0 {
 			t.Fatalf("%d records in the sink, %+v", m.len(), st)

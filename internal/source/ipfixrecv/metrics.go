@@ -35,8 +35,10 @@ var (
 	mErrors      = desc("weir_collector_decode_errors_total", "Messages, sets or records that could not be decoded, by reason.", metrics.Counter, "reason")
 	mConns       = desc("weir_collector_connections", "TCP/TLS connections open now.", metrics.Gauge)
 	mAccepted    = desc("weir_collector_connections_accepted_total", "TCP/TLS connections accepted.", metrics.Counter)
-	mRejected    = desc("weir_collector_connections_rejected_total", "TCP/TLS connections closed at once, by reason: max_conns, per_source.", metrics.Counter, "reason")
-	mClosed      = desc("weir_collector_connections_closed_total", "TCP/TLS connections the collector closed, by reason: idle, handshake_timeout, handshake_failed.", metrics.Counter, "reason")
+	mRejected    = desc("weir_collector_connections_rejected_total", "TCP/TLS connections closed at once, by reason: max_conns (at shutdown), per_source.", metrics.Counter, "reason")
+	mClosed      = desc("weir_collector_connections_closed_total", "TCP/TLS connections the collector closed, by reason: idle, handshake_timeout, handshake_failed, evicted (to make room at --max-conns), message_timeout.", metrics.Counter, "reason")
+	mPartial     = desc("weir_collector_partial_messages_total", "Messages cut short when their TCP/TLS connection closed (received in part, not decoded).", metrics.Counter)
+	mPartialB    = desc("weir_collector_partial_bytes_total", "Bytes of the messages cut short when their TCP/TLS connection closed.", metrics.Counter)
 	mReadErrs    = desc("weir_collector_read_errors_total", "Socket reads or accepts that failed.", metrics.Counter)
 	mSinkErrs    = desc("weir_collector_sink_errors_total", "Batches the sinks refused.", metrics.Counter)
 	mIntern      = desc("weir_collector_intern_full_total", "Times a session's table of enterprise strings (workloads, services, rules; --ipfix-pen) was emptied because it was full.", metrics.Counter)
@@ -55,7 +57,7 @@ func (c *Collector) Collector() metrics.Collector { return &promCollector{c} }
 func (p *promCollector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{mMessages, mRecords, mOptions, mTemplates, mWithdrawn, mExpired, mLive, mSessions, mStateBytes,
 		mBudget, mEvicted, mGaps, mLost, mLostPackets, mLate, mSeqEvents, mSockDrops, mRetimed, mNames, mNodeNames, mSkipped, mErrors,
-		mConns, mAccepted, mRejected, mClosed, mReadErrs, mSinkErrs, mIntern}
+		mConns, mAccepted, mRejected, mClosed, mPartial, mPartialB, mReadErrs, mSinkErrs, mIntern}
 }
 
 // Collect writes the current values.
@@ -90,7 +92,8 @@ func (p *promCollector) Collect(w *metrics.Writer) {
 		{mNames, st.OtherIfaceExporter, "per_exporter"}, {mNames, st.OtherIfaceGlobal, "global"},
 		{mRejected, st.ConnsRejected, "max_conns"}, {mRejected, st.ConnsRejectedPerSource, "per_source"},
 		{mClosed, st.ConnsIdleClosed, "idle"}, {mClosed, st.HandshakeTimeouts, "handshake_timeout"},
-		{mClosed, st.HandshakeFailures, "handshake_failed"},
+		{mClosed, st.HandshakeFailures, "handshake_failed"}, {mClosed, st.ConnsEvicted, "evicted"},
+		{mClosed, st.ConnsMessageTimeouts, "message_timeout"},
 	} {
 		w.Sample(s.d, float64(s.v), s.label)
 	}
@@ -102,6 +105,7 @@ func (p *promCollector) Collect(w *metrics.Writer) {
 		{mSessions, float64(st.SessionsLive)}, {mStateBytes, float64(st.BudgetUsed)}, {mBudget, float64(st.BudgetLimit)},
 		{mLate, float64(st.LateRecords)}, {mSockDrops, float64(st.SocketDrops)},
 		{mSkipped, float64(st.SkippedSets)}, {mConns, float64(st.ConnsOpen)}, {mAccepted, float64(st.ConnsAccepted)},
+		{mPartial, float64(st.PartialMessages)}, {mPartialB, float64(st.PartialBytes)},
 		{mReadErrs, float64(st.ReadErrors)}, {mSinkErrs, float64(st.SinkErrors)}, {mIntern, float64(st.InternFull)},
 		{mNodeNames, float64(st.NodesSanitised)}} {
 		w.Sample(s.d, s.v)

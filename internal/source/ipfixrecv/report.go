@@ -36,9 +36,10 @@ func (c *Collector) WriteStats(w io.Writer) {
 	if st.InternFull > 0 {
 		fmt.Fprintf(w, "; enterprise value tables emptied when full %s times", n(st.InternFull))
 	}
-	fmt.Fprintf(w, "\nconnections %s accepted, %s rejected (%s over --max-conns-per-source), %d open; closed: %s idle, %s handshake timeouts, %s failed handshakes; %s read errors, %s sink errors\n",
+	fmt.Fprintf(w, "\nconnections %s accepted, %s rejected (%s over --max-conns-per-source), %d open; closed: %s idle, %s handshake timeouts, %s failed handshakes, %s evicted at --max-conns, %s message timeouts (%s partial messages dropped, %s bytes); %s read errors, %s sink errors\n",
 		n(st.ConnsAccepted), n(st.ConnsRejected+st.ConnsRejectedPerSource), n(st.ConnsRejectedPerSource), st.ConnsOpen,
-		n(st.ConnsIdleClosed), n(st.HandshakeTimeouts), n(st.HandshakeFailures), n(st.ReadErrors), n(st.SinkErrors))
+		n(st.ConnsIdleClosed), n(st.HandshakeTimeouts), n(st.HandshakeFailures), n(st.ConnsEvicted), n(st.ConnsMessageTimeouts),
+		n(st.PartialMessages), n(st.PartialBytes), n(st.ReadErrors), n(st.SinkErrors))
 }
 
 // writeLosses names the exporters that lost the most (five at most).

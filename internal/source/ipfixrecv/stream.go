@@ -11,7 +11,11 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/ipfix"
 )
@@ -29,39 +33,96 @@ type conns struct {
 	max, perSource int
 	wg             sync.WaitGroup
 
-	mu     sync.Mutex
-	live   map[net.Conn]struct{}
-	bySrc  map[netip.Addr]int
-	closed bool
+	mu      sync.Mutex
+	live    map[net.Conn]*connState
+	bySrc   map[netip.Addr]int
+	closing int // evicted, their goroutines not done yet
+	closed  bool
+}
+
+// connState is what the bound knows of an open connection.
+type connState struct {
+	conn     net.Conn
+	src      netip.Addr
+	accepted int64        // Unix ns
+	lastMsg  atomic.Int64 // Unix ns of its last complete message; 0: none yet
+	evicted  atomic.Bool  // set under conns.mu, read by its goroutine
 }
 
 func (s *conns) init(max, perSource int) {
 	s.max, s.perSource = max, perSource
-	s.live, s.bySrc = map[net.Conn]struct{}{}, map[netip.Addr]int{}
+	s.live, s.bySrc = map[net.Conn]*connState{}, map[netip.Addr]int{}
 }
 
-// add admits conn from src, or says which bound refuses it.
-func (s *conns) add(conn net.Conn, src netip.Addr) (ok, perSource bool) {
+// Why add refused or made room.
+const (
+	admitted = iota
+	refusedClosed
+	refusedPerSource
+	evictedOther
+)
+
+// add admits conn from src. A source with perSource connections is
+// refused. At the global bound the connection that has waited longest
+// for a complete message is closed to make room (evictedOther): one that
+// never completed a message, the longest open first, else the one whose
+// last complete message is oldest. A slowloris client never completes a
+// message and a real exporter does, so slow clients cannot lock
+// exporters out, however many addresses they come from. Finding it scans
+// the open connections (at most max, only when they are all taken).
+func (s *conns) add(conn net.Conn, src netip.Addr, now time.Time) (*connState, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.closed || len(s.live) >= s.max:
-		return false, false
+	case s.closed:
+		return nil, refusedClosed
 	case s.bySrc[src] >= s.perSource:
-		return false, true
+		return nil, refusedPerSource
 	}
-	s.live[conn] = struct{}{}
+	why := admitted
+	if len(s.live)-s.closing >= s.max {
+		var v *connState
+		for _, x := range s.live {
+			if !x.evicted.Load() && (v == nil || x.staler(v)) {
+				v = x
+			}
+		}
+		if v == nil {
+			return nil, refusedClosed // every one is being closed already: cannot happen with max ≥ 1
+		}
+		v.evicted.Store(true)
+		s.closing++
+		v.conn.SetReadDeadline(time.Unix(1, 0)) // wakes its goroutine, which counts what it cut, closes and removes it
+		why = evictedOther
+	}
+	st := &connState{conn: conn, src: src, accepted: now.UnixNano()}
+	s.live[conn] = st
 	s.bySrc[src]++
 	s.wg.Add(1)
-	return true, false
+	return st, why
+}
+
+// staler reports whether x has waited longer for a complete message than y.
+func (x *connState) staler(y *connState) bool {
+	xm, ym := x.lastMsg.Load(), y.lastMsg.Load()
+	switch {
+	case (xm == 0) != (ym == 0):
+		return xm == 0
+	case xm == 0:
+		return x.accepted < y.accepted
+	}
+	return xm < ym
 }
 
 // remove forgets conn (closed by its goroutine).
-func (s *conns) remove(conn net.Conn, src netip.Addr) {
+func (s *conns) remove(st *connState) {
 	s.mu.Lock()
-	delete(s.live, conn)
-	if s.bySrc[src]--; s.bySrc[src] <= 0 {
-		delete(s.bySrc, src)
+	delete(s.live, st.conn)
+	if st.evicted.Load() {
+		s.closing--
+	}
+	if s.bySrc[st.src]--; s.bySrc[st.src] <= 0 {
+		delete(s.bySrc, st.src)
 	}
 	s.mu.Unlock()
 	s.wg.Done()
@@ -101,29 +162,31 @@ func (c *Collector) accept(ctx context.Context, l listener) {
 		if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok {
 			src = netip.AddrPortFrom(ta.AddrPort().Addr().Unmap(), ta.AddrPort().Port())
 		}
-		switch ok, perSource := c.conns.add(conn, src.Addr()); {
-		case ok:
-		case perSource:
+		st, why := c.conns.add(conn, src.Addr(), time.Now())
+		switch why {
+		case refusedPerSource:
 			c.stats.rejectedPerSource.Add(1)
 			conn.Close()
 			continue
-		default:
+		case refusedClosed:
 			c.stats.rejected.Add(1)
 			conn.Close()
 			continue
+		case evictedOther:
+			c.stats.evicted.Add(1)
 		}
 		c.stats.accepted.Add(1)
 		go func() {
-			defer c.conns.remove(conn, src.Addr())
+			defer c.conns.remove(st)
 			defer conn.Close()
-			c.serveConn(ctx, conn, src, l.tls)
+			c.serveConn(ctx, conn, src, l.tls, st)
 		}()
 	}
 }
 
 // serveConn runs the TLS handshake, if any, under its own timeout, then
 // serves the stream. A failed handshake closes the connection, counted.
-func (c *Collector) serveConn(ctx context.Context, conn net.Conn, peer netip.AddrPort, cfg *tls.Config) {
+func (c *Collector) serveConn(ctx context.Context, conn net.Conn, peer netip.AddrPort, cfg *tls.Config, st *connState) {
 	if cfg != nil {
 		tc := tls.Server(conn, cfg)
 		hctx, cancel := context.WithTimeout(ctx, c.cfg.HandshakeTimeout)
@@ -131,7 +194,7 @@ func (c *Collector) serveConn(ctx context.Context, conn net.Conn, peer netip.Add
 		cancel()
 		switch {
 		case err == nil:
-		case ctx.Err() != nil: // shutting down
+		case ctx.Err() != nil, st.evicted.Load(): // shutting down, or evicted (counted)
 			return
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
 			c.stats.handshakeTimeouts.Add(1)
@@ -142,19 +205,21 @@ func (c *Collector) serveConn(ctx context.Context, conn net.Conn, peer netip.Add
 		}
 		conn = tc
 	}
-	c.serveStream(conn, peer)
+	c.serveStream(conn, peer, st)
 }
 
 // serveStream reads IPFIX messages framed by their length field. The
 // connection is one transport session: its decoder (and so its templates)
 // ends with it. A header that is not IPFIX cannot be resynchronised and
-// closes the connection, counted.
-func (c *Collector) serveStream(conn net.Conn, peer netip.AddrPort) {
+// closes the connection, counted. st (nil in fuzzing) learns when each
+// message completes.
+func (c *Collector) serveStream(conn net.Conn, peer netip.AddrPort, st *connState) {
 	w := c.newWorker(true)
 	defer w.retire()
-	s := stream{c: c, conn: conn, r: bufio.NewReaderSize(conn, 16<<10), w: w, last: time.Now()}
+	s := stream{c: c, conn: conn, r: bufio.NewReaderSize(conn, 16<<10), w: w, st: st, last: time.Now()}
 	msg := make([]byte, 4, 2048) // grows to the longest message (at most 64 KiB)
 	for {
+		s.partial, s.started = 0, time.Time{}
 		if err := s.readFull(msg[:4]); err != nil {
 			s.end(err)
 			return
@@ -175,6 +240,9 @@ func (c *Collector) serveStream(conn net.Conn, peer netip.AddrPort) {
 			return
 		}
 		w.decode(peer, msg[:n])
+		if st != nil {
+			st.lastMsg.Store(s.last.UnixNano())
+		}
 		if w.due() {
 			w.flush()
 		}
@@ -183,8 +251,10 @@ func (c *Collector) serveStream(conn net.Conn, peer netip.AddrPort) {
 
 // Stream ends that are not read errors.
 var (
-	errEOF  = errors.New("end of stream")            // the peer closed between messages
-	errIdle = errors.New("connection idle too long") // IdleConnTimeout without a byte
+	errEOF     = errors.New("end of stream")                    // the peer closed between messages
+	errIdle    = errors.New("connection idle too long")         // IdleConnTimeout without a byte
+	errMsgSlow = errors.New("message not complete in its time") // MessageTimeout since its first byte
+	errEvicted = errors.New("evicted at --max-conns")           // to make room for a new connection
 )
 
 // stream is a connection being read.
@@ -193,32 +263,66 @@ type stream struct {
 	conn  net.Conn
 	r     *bufio.Reader
 	w     *worker
-	last  time.Time // the last byte read
-	armed time.Time // the read deadline set
+	st    *connState // nil in fuzzing
+	last  time.Time  // the last byte read
+	armed time.Time  // the read deadline set
+	// started is when the first byte of the message being read came
+	// (zero: none yet), partial how many of its bytes have come.
+	started time.Time
+	partial int
 }
 
-// end counts why the stream ended.
+// end counts why the stream ended, and the message it cut.
 func (s *stream) end(err error) {
+	var unread int
 	switch {
 	case errors.Is(err, errEOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, errEvicted): // counted when evicted; what the kernel holds is cut too
+		unread = inQueue(s.st.conn)
 	case errors.Is(err, errIdle):
 		s.c.stats.idleClosed.Add(1)
+	case errors.Is(err, errMsgSlow):
+		s.c.stats.msgTimeouts.Add(1)
 	default:
 		s.c.stats.readErrs.Add(1)
 	}
+	if s.partial+unread > 0 {
+		s.c.stats.partialMsgs.Add(1)
+		s.c.stats.partialBytes.Add(uint64(s.partial + unread))
+	}
+}
+
+// inQueue returns the bytes conn's socket has received that were not
+// read yet (SIOCINQ), or 0.
+func inQueue(conn net.Conn) int {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	return max(n, 0)
 }
 
 // readFull fills b. The read deadline wakes it to hand over the worker's
-// partial batch after FlushInterval, and to give up after
-// IdleConnTimeout without a byte (a timeout in the middle of a message
-// loses nothing: the bytes read so far stay). Only a deadline that really
+// partial batch after FlushInterval, to give up after IdleConnTimeout
+// without a byte, and MessageTimeout after the first byte of a message
+// that is still not complete (a timeout in the middle of a message loses
+// nothing: the bytes read so far stay). Only a deadline that really
 // passed is retried: any other error, and a timeout reported before its
 // deadline (a connection whose state is broken fails every read at
 // once), ends the stream.
 func (s *stream) readFull(b []byte) error {
-	idle, flush := s.c.cfg.IdleConnTimeout, s.c.cfg.FlushInterval
+	idle, flush, whole := s.c.cfg.IdleConnTimeout, s.c.cfg.FlushInterval, s.c.cfg.MessageTimeout
 	for got := 0; got < len(b); {
 		want := s.last.Add(idle)
+		if !s.started.IsZero() && s.started.Add(whole).Before(want) {
+			want = s.started.Add(whole)
+		}
 		if len(s.w.batch) > 0 && s.w.since.Add(flush).Before(want) {
 			want = s.w.since.Add(flush)
 		}
@@ -226,10 +330,17 @@ func (s *stream) readFull(b []byte) error {
 			s.armed = want
 			s.conn.SetReadDeadline(want)
 		}
+		if s.st != nil && s.st.evicted.Load() { // after arming: eviction's deadline may have been overwritten
+			return errEvicted
+		}
 		n, err := s.r.Read(b[got:])
 		if n > 0 {
 			got += n
+			s.partial += n
 			s.last = time.Now()
+			if s.started.IsZero() {
+				s.started = s.last
+			}
 		}
 		switch {
 		case err == nil:
@@ -238,6 +349,8 @@ func (s *stream) readFull(b []byte) error {
 				return errEOF
 			}
 			return err
+		case s.st != nil && s.st.evicted.Load():
+			return errEvicted
 		case time.Until(s.armed) > time.Millisecond:
 			return err // not a deadline that passed
 		default:
@@ -247,6 +360,9 @@ func (s *stream) readFull(b []byte) error {
 			}
 			if time.Since(s.last) >= idle {
 				return errIdle
+			}
+			if !s.started.IsZero() && time.Since(s.started) >= whole {
+				return errMsgSlow
 			}
 		}
 	}

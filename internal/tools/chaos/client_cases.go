@@ -323,6 +323,7 @@ func caseSlowManySources(r *result) {
 	if !ok || took > 2*time.Second {
 		r.failf("SIGINT with %d clients connected: exit took %v (want ≤ 2 s)", len(conns), took.Round(time.Millisecond))
 	}
-	r.note = fmt.Sprintf("2,048 slowloris clients from 128 addresses: %.0f held (--max-conns), %.0f rejected; %d/1,500 records of another exporter arrived; SIGINT exit %v",
-		m0["weir_collector_connections"], m["weir_collector_connections_rejected_total"], got, took.Round(time.Millisecond))
+	r.note = fmt.Sprintf("2,048 slowloris clients from 128 addresses: %.0f held (--max-conns), %.0f rejected, %.0f evicted (%.0f partial messages, %.0f bytes, counted); %d/1,500 records of another exporter arrived; SIGINT exit %v",
+		m0["weir_collector_connections"], m["weir_collector_connections_rejected_total"], m[`weir_collector_connections_closed_total{reason="evicted"}`],
+		m["weir_collector_partial_messages_total"], m["weir_collector_partial_bytes_total"], got, took.Round(time.Millisecond))
 }

@@ -203,6 +203,29 @@ func templateFlood(r *result, sources int) {
 	t0 := time.Now()
 	var sentBytes int64
 	var wg sync.WaitGroup
+	// A real exporter sends a record (with its template) every 100 ms
+	// throughout the flood: it must not be locked out while it lasts.
+	m0, _ := metrics(c.metrics)
+	probeStop, probeDone := make(chan struct{}), make(chan int)
+	go func() {
+		sent := 0
+		defer func() { probeDone <- sent }()
+		u, err := udpFrom("127.0.0.3", c.addrs[0])
+		if err != nil {
+			return
+		}
+		defer u.Close()
+		for i := uint32(0); i < 1200; i++ { // at most 2 minutes
+			select {
+			case <-probeStop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := u.Write(oneFieldMsg(i, 7, true)); err == nil {
+				sent++
+			}
+		}
+	}()
 	errs := make(chan error, 4)
 	senders := min(4, sources)
 	for w := range senders {
@@ -237,12 +260,21 @@ func templateFlood(r *result, sources int) {
 		}()
 	}
 	wg.Wait()
+	close(probeStop)
+	probeSent := <-probeDone
 	close(errs)
 	for err := range errs {
 		r.failf("flood: %v", err)
 	}
 	flood := time.Since(t0)
 	floodEnd := time.Now()
+	mp, _ := waitMetric(c.metrics, 5*time.Second, func(m map[string]float64) bool {
+		return m["weir_collector_records_total"]-m0["weir_collector_records_total"] >= float64(probeSent)
+	})
+	probeGot := int(mp["weir_collector_records_total"] - m0["weir_collector_records_total"])
+	if probeGot < probeSent*9/10 {
+		r.failf("exporter lockout during the flood: %d of %d records of an exporter sending one every 100 ms arrived; %s", probeGot, probeSent, errorsByReason(mp))
+	}
 	got, err := deliverWithin(c, "ipfix+udp://"+c.addrs[0], nil, 5000, 3, 10*time.Second)
 	m, _ := metrics(c.metrics)
 	rss, hwm := procRSS(pid)
@@ -266,11 +298,15 @@ func templateFlood(r *result, sources int) {
 		}
 	case hwm > bound:
 		r.failf("peak RSS %d MiB > baseline %d MiB + 2×budget + 32 MiB", hwm/mib, base/mib)
+	case r.fail: // the flood failed, or locked the exporter out while it lasted
+		r.lost += int64(probeSent - probeGot)
+		r.counted = "no"
 	default:
 		r.ok++
 	}
-	r.note = fmt.Sprintf("%d source address(es), %.0f MB of templates in %.0f s: peak RSS %d MiB (baseline %d, bound %d), %d MiB after; state %.1f of %d MiB; %d/5,000 records of another exporter arrived%s",
-		sources, float64(sentBytes)/1e6, flood.Seconds(), hwm/mib, base/mib, bound/mib, rss/mib, m["weir_collector_template_state_bytes"]/mib, budget/mib, got, lockout)
+	r.note = fmt.Sprintf("%d source address(es), %.0f MB of templates in %.0f s: peak RSS %d MiB (baseline %d, bound %d), %d MiB after; state %.1f of %d MiB, %.0f sessions evicted for fairness (budget_full); during the flood %d/%d records of an exporter sending every 100 ms arrived, after it %d/5,000 of another%s",
+		sources, float64(sentBytes)/1e6, flood.Seconds(), hwm/mib, base/mib, bound/mib, rss/mib, m["weir_collector_template_state_bytes"]/mib, budget/mib,
+		m[`weir_collector_sessions_evicted_total{reason="budget_full"}`], probeGot, probeSent, got, lockout)
 }
 
 var mu sync.Mutex
