@@ -20,7 +20,9 @@ import (
 // within 2 s with every client still connected.
 func caseSlowClients(r *result) {
 	dir := filepath.Join(workDir, "slow")
-	os.MkdirAll(dir, 0o700)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fatal(err)
+	}
 	pk, err := writePKI(dir)
 	if err != nil {
 		r.failf("pki: %v", err)
@@ -75,7 +77,7 @@ func caseSlowClients(r *result) {
 				}
 			}()
 		case i%4 == 1: // half a ClientHello
-			x.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00})
+			_, _ = x.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00}) // a hostile client: a write the collector refuses is the point
 		}
 	}
 	time.Sleep(time.Second)
@@ -122,7 +124,9 @@ func caseSlowClients(r *result) {
 // be counted undelivered, and the collector must have received none.
 func caseTLSRefused(r *result) {
 	dir := filepath.Join(workDir, "tlsrefused")
-	os.MkdirAll(dir, 0o700)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fatal(err)
+	}
 	pk, err := writePKI(dir)
 	if err != nil {
 		r.failf("pki: %v", err)
@@ -207,7 +211,7 @@ func caseUDPOverflow(r *result) {
 	defer u.Close()
 	seq := uint32(0)
 	send := func() {
-		u.Write(oneFieldMsg(seq, 1, true))
+		_, _ = u.Write(oneFieldMsg(seq, 1, true)) // UDP: a lost datagram is what the case counts
 		seq++
 	}
 	send()
@@ -215,11 +219,11 @@ func caseUDPOverflow(r *result) {
 		r.failf("the first record did not arrive")
 		return
 	}
-	c.cmd.Process.Signal(syscall.SIGSTOP)
+	_ = c.cmd.Process.Signal(syscall.SIGSTOP)
 	for range 30000 {
 		send()
 	}
-	c.cmd.Process.Signal(syscall.SIGCONT)
+	_ = c.cmd.Process.Signal(syscall.SIGCONT)
 	// Let it drain, then one more datagram carries the final drop count.
 	var last float64
 	waitMetric(c.metrics, 30*time.Second, func(m map[string]float64) bool {

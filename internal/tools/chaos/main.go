@@ -88,7 +88,7 @@ func main() {
 		fatal(err)
 	}
 	if !*keep {
-		defer os.RemoveAll(workDir)
+		defer func() { _ = os.RemoveAll(workDir) }() // best effort: the run's result is already printed
 	} else {
 		fmt.Fprintln(os.Stderr, "chaos: work directory", workDir)
 	}
@@ -118,17 +118,17 @@ func main() {
 		sig := <-sigs
 		cleanMu.Lock()
 		for p := range live {
-			p.cmd.Process.Kill()
+			_ = p.cmd.Process.Kill() // it may have exited already
 		}
 		for _, m := range mounts {
-			syscall.Unmount(m, syscall.MNT_DETACH)
+			_ = syscall.Unmount(m, syscall.MNT_DETACH)
 		}
 		results := doneSoFar
 		cleanMu.Unlock()
 		logf("interrupted (%v): the cases run so far", sig)
 		printTable(os.Stdout, results, time.Since(start))
 		if !*keep {
-			os.RemoveAll(workDir)
+			_ = os.RemoveAll(workDir)
 		}
 		os.Exit(1)
 	}()
@@ -260,7 +260,7 @@ func (p *proc) wait(d time.Duration) bool {
 	case <-p.done:
 		return true
 	case <-time.After(d):
-		p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill() // it may have exited already
 		<-p.done
 		return false
 	}
@@ -270,17 +270,9 @@ func (p *proc) wait(d time.Duration) bool {
 // false).
 func (p *proc) stop(sig syscall.Signal, limit time.Duration) (time.Duration, bool) {
 	t0 := time.Now()
-	p.cmd.Process.Signal(sig)
+	_ = p.cmd.Process.Signal(sig) // it may have exited already: stop then reports its status
 	ok := p.wait(limit)
 	return time.Since(t0), ok
-}
-
-// code is p's exit status (after it exited).
-func (p *proc) code() int {
-	if p.cmd.ProcessState == nil {
-		return -1
-	}
-	return p.cmd.ProcessState.ExitCode()
 }
 
 func (p *proc) errText() string {

@@ -35,9 +35,13 @@ func exportMsgs(recs []flow.Record) []exportMsg {
 		fatal(err)
 	}
 	for i := range recs {
-		e.Add(&recs[i])
+		if err := e.Add(&recs[i]); err != nil {
+			fatal(err)
+		}
 	}
-	e.Flush()
+	if err := e.Flush(); err != nil {
+		fatal(err)
+	}
 	return msgs
 }
 
@@ -368,8 +372,7 @@ func caseGarbage(r *result) {
 	// The store's queue drains (it may lag while a writeout of many
 	// partitions runs), then SIGINT: what is still buffered is written
 	// at exit or counted lost.
-	drained := true
-	if _, drained = waitMetric(c.metrics, 30*time.Second, func(m map[string]float64) bool {
+	if _, drained := waitMetric(c.metrics, 30*time.Second, func(m map[string]float64) bool {
 		return m[`weir_sink_records_total{sink="store"}`] >= float64(sent)
 	}); !drained {
 		r.failf("the store's queue took more than 30 s to take %d records", sent)

@@ -113,7 +113,7 @@ func caseKill9(r *result) {
 		}
 		addrs, err := p.waitListening(1, 10*time.Second)
 		if err != nil {
-			p.cmd.Process.Kill()
+			_ = p.cmd.Process.Kill() // it may have exited already
 			p.wait(5 * time.Second)
 			r.failf("try %d: %v", try, err)
 			continue
@@ -144,7 +144,7 @@ func caseKill9(r *result) {
 			}
 		}()
 		time.Sleep(time.Duration(200+rng.IntN(1000)) * time.Millisecond)
-		p.cmd.Process.Signal(syscall.SIGKILL)
+		_ = p.cmd.Process.Signal(syscall.SIGKILL) // the point: a kill at any moment
 		close(stop)
 		wg.Wait()
 		p.wait(5 * time.Second)
@@ -196,7 +196,9 @@ func caseDiskFull(r *result) {
 		return
 	}
 	mnt := filepath.Join(workDir, "diskfull", "mnt")
-	os.MkdirAll(mnt, 0o700)
+	if err := os.MkdirAll(mnt, 0o700); err != nil {
+		fatal(err)
+	}
 	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
 		r.skipped = "mount tmpfs: " + err.Error()
 		return
@@ -204,7 +206,7 @@ func caseDiskFull(r *result) {
 	cleanMu.Lock()
 	mounts = append(mounts, mnt)
 	cleanMu.Unlock()
-	defer syscall.Unmount(mnt, syscall.MNT_DETACH)
+	defer func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) }() // best effort; main unmounts again at exit
 	// 1. replay
 	r.tries++
 	p, err := start(filepath.Join(workDir, "diskfull", "replay"), "capture", "--synthetic", "flows=100000,packets=200000",
@@ -250,7 +252,7 @@ func caseDiskFull(r *result) {
 
 	// 2. a collector, stopped with SIGTERM while its store is full
 	r.tries++
-	os.RemoveAll(filepath.Join(mnt, "replay"))
+	_ = os.RemoveAll(filepath.Join(mnt, "replay")) // best effort: the next case needs the space, a failure shows there
 	okC, lostC, countedC, collectNote := diskFullCollect(r, filepath.Join(mnt, "collect"))
 	r.lost += lostC
 	if okC {
