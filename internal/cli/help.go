@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weir-dev/weir/internal/format"
 )
 
 // Entry is one flag as help shows it: the long name with its short
@@ -92,23 +94,8 @@ func ShortDuration(d time.Duration) string {
 	return s
 }
 
-// Count formats n with thousands separators: 100,000.
-func Count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// Count formats n with thousands separators: 100,000 (format.Int).
+func Count(n int64) string { return format.Int(n) }
 
 // WriteHelp writes a command's help: usage, description, flags (short
 // aliases beside their long names, each default once) and examples.

@@ -257,6 +257,14 @@ func Bytes(n uint64) string {
 	return fmt.Sprintf("%.0f %s", f, units[i])
 }
 
+// Int renders n with thousands separators and its sign: -1,234,567.
+func Int(n int64) string {
+	if n < 0 {
+		return "-" + Count(uint64(-(n + 1))+1) // -(n+1)+1: no overflow at math.MinInt64
+	}
+	return Count(uint64(n))
+}
+
 // Count renders n with thousands separators.
 func Count(n uint64) string {
 	s := strconv.FormatUint(n, 10)

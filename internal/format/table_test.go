@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -134,5 +135,14 @@ func TestTableEnrichment(t *testing.T) {
 		!strings.Contains(lines[1], "10.96.0.10:443 (lb-host) [shop/cart vip]") ||
 		strings.Contains(lines[2], "(") || strings.Contains(lines[2], "[") {
 		t.Fatalf("table:\n%s", buf.String())
+	}
+}
+
+func TestInt(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1000: "-1,000", 100000: "100,000",
+		-1234567: "-1,234,567", math.MaxInt64: "9,223,372,036,854,775,807", math.MinInt64: "-9,223,372,036,854,775,808"} {
+		if got := Int(n); got != want {
+			t.Errorf("Int(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/weir-dev/weir/internal/format"
 )
 
 // WriteErrorReasons label weir_store_write_errors_total and key
@@ -207,23 +209,8 @@ func errText(err error) string {
 	return strings.TrimPrefix(err.Error(), "store: ")
 }
 
-// commas formats n with thousands separators: 1,234,567.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// commas formats n with thousands separators: 1,234,567 (format.Int).
+func commas(n int64) string { return format.Int(n) }
 
 // safePath quotes a path that holds bytes a terminal would act on (the
 // names under the data directory are the store's escaped ones, but a
