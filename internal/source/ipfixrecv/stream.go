@@ -12,10 +12,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/weir-dev/weir/internal/ipfix"
 )
@@ -290,22 +287,6 @@ func (s *stream) end(err error) {
 		s.c.stats.partialMsgs.Add(1)
 		s.c.stats.partialBytes.Add(uint64(s.partial + unread))
 	}
-}
-
-// inQueue returns the bytes conn's socket has received that were not
-// read yet (SIOCINQ), or 0.
-func inQueue(conn net.Conn) int {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return 0
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	n := 0
-	rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
-	return max(n, 0)
 }
 
 // readFull fills b. The read deadline wakes it to hand over the worker's
