@@ -260,7 +260,7 @@ func Bytes(n uint64) string {
 // Int renders n with thousands separators and its sign: -1,234,567.
 func Int(n int64) string {
 	if n < 0 {
-		return "-" + Count(uint64(-(n + 1))+1) // -(n+1)+1: no overflow at math.MinInt64
+		return "-" + Count(uint64(-(n+1))+1) // -(n+1)+1: no overflow at math.MinInt64
 	}
 	return Count(uint64(n))
 }
