@@ -163,6 +163,11 @@ func (res *Result) writeTable(w io.Writer) error {
 		return err
 	}
 	st := &res.Stats
+	if st.RowsScanned < st.RowsMatched { // an engine that reports no scan (ClickHouse): no block counts to give
+		_, err := fmt.Fprintf(w, "\n%d of %d groups; %d rows matched; %v\n",
+			len(res.Rows), st.Groups, st.RowsMatched, st.Elapsed.Round(time.Millisecond))
+		return err
+	}
 	_, err := fmt.Fprintf(w, "\n%d of %d groups; %d of %d rows matched; blocks: %d read, %d skipped by summaries, %d corrupt; %d live flows; %v\n",
 		len(res.Rows), st.Groups, st.RowsMatched, st.RowsScanned, st.Blocks-st.BlocksSkipped-st.BlocksCorrupt,
 		st.BlocksSkipped, st.BlocksCorrupt, st.LiveRecords, st.Elapsed.Round(time.Millisecond))
