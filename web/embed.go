@@ -21,3 +21,15 @@ func Assets() fs.FS {
 	}
 	return sub
 }
+
+// Stylesheet returns the console's built stylesheet (dist/app.css): its
+// theme (CSS variables for both colour schemes, the series colours), fonts,
+// panels and tables. 'weir bench compare --html' embeds it verbatim, so the
+// report and the console share one look from one source.
+func Stylesheet() []byte {
+	b, err := fs.ReadFile(dist, "dist/app.css")
+	if err != nil {
+		panic(err) // embedded above and checked by TestEmbedded: cannot happen
+	}
+	return b
+}

@@ -10,13 +10,31 @@ import { CanvasRenderer } from "echarts/renderers";
 
 echarts.use([LineChart, SankeyChart, GridComponent, TooltipComponent, CanvasRenderer]);
 
-/** The series colours (a colour-blind safe set, readable on both themes); "Other" is grey. */
-export const palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#4fb3d9",
-  "#8cd17d", "#d37295", "#86bcb6", "#f1ce63", "#a0cbe8", "#ffbe7d", "#499894", "#d4a6c8", "#79706e", "#bab0ac"];
-export const otherColor = "#9aa0a6";
-
 function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+/** seriesCount is how many --series-N colours style.css defines. */
+const seriesCount = 20;
+let colours: string[] | null = null;
+
+/**
+ * palette returns the series colours, --series-0 … --series-19 of style.css (one set for the console and
+ * the bench compare report, which embeds the stylesheet). It throws if the stylesheet did not define them,
+ * rather than draw every series in no colour.
+ */
+export function palette(): string[] {
+  if (colours === null) {
+    const c = Array.from({ length: seriesCount }, (_, i) => cssVar(`--series-${i}`));
+    if (c.some((x) => x === "")) throw new Error("style.css defines no --series-N colours: the stylesheet did not load");
+    colours = c;
+  }
+  return colours;
+}
+
+/** otherColor is the grey of "Other" (--series-other). */
+export function otherColor(): string {
+  return cssVar("--series-other");
 }
 
 function tooltipBox(title: string, lines: { color: string; name: string; value: string }[]): HTMLElement {
@@ -134,8 +152,8 @@ export class SankeyChart_ {
     const id = (side: string, v: string) => `${side}\u0000${v}`;
     const label = (n: string) => n.slice(n.indexOf("\u0000") + 1);
     const nodes = [
-      ...[...left.keys()].map((v, i) => ({ name: id("L", v), itemStyle: { color: colorOf(v) ?? palette[(i + 10) % palette.length] } })),
-      ...[...right.keys()].map((v) => ({ name: id("R", v), itemStyle: { color: otherColor } })),
+      ...[...left.keys()].map((v, i) => ({ name: id("L", v), itemStyle: { color: colorOf(v) ?? palette()[(i + 10) % seriesCount] } })),
+      ...[...right.keys()].map((v) => ({ name: id("R", v), itemStyle: { color: otherColor() } })),
     ];
     this.chart.setOption(
       {
@@ -146,9 +164,9 @@ export class SankeyChart_ {
           formatter: (p: unknown) => {
             const d = (p as { dataType: string; data: { source?: string; target?: string; name?: string; value?: number }; value: number });
             if (d.dataType === "edge") {
-              return tooltipBox(`${label(d.data.source!)} → ${label(d.data.target!)}`, [{ color: otherColor, name: "", value: format(d.value) }]);
+              return tooltipBox(`${label(d.data.source!)} → ${label(d.data.target!)}`, [{ color: otherColor(), name: "", value: format(d.value) }]);
             }
-            return tooltipBox(label(d.data.name!), [{ color: otherColor, name: "", value: format(d.value) }]);
+            return tooltipBox(label(d.data.name!), [{ color: otherColor(), name: "", value: format(d.value) }]);
           },
         },
         series: [{

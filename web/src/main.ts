@@ -148,7 +148,7 @@ async function load(): Promise<void> {
       params({ group: view.group.join(","), limit: String(view.limit), sort }, from, to, cond), ctl.signal);
     if (seq !== loadSeq) return;
     filterBar.showError(null);
-    const colors = top.rows.map((_, i) => palette[i % palette.length]);
+    const colors = top.rows.map((_, i) => palette()[i % palette().length]);
     const seconds = (to - from) / 1000;
     renderTop($("table"), { group: view.group, rows: top.rows, totals: top.totals, colors, metric: view.metric, dir: view.dir, seconds,
       onDrill: (r) => drill(r) });
@@ -229,7 +229,7 @@ function drawSeries(top: QueryResult, series: QueryResult | null, totals: QueryR
   const out: Series[] = top.rows.map((r, i) => ({
     name: rowName(view.group, r), color: colors[i], points: Array.from(vals[i], (v, b): [number, number] => [t(b), v]),
   }));
-  if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor, points: Array.from(other, (v, b): [number, number] => [t(b), v]) });
+  if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor(), points: Array.from(other, (v, b): [number, number] => [t(b), v]) });
   timeChart.render(out, view.chart === "stacked", fmt, [from, to]);
 }
 

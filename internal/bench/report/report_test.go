@@ -3,6 +3,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -218,5 +221,38 @@ func TestHTMLInChromium(t *testing.T) {
 	}
 	if !strings.Contains(s, "&lt;script&gt;") {
 		t.Errorf("the hostile profile name is not shown escaped")
+	}
+}
+
+// The report's look is the console's: it embeds the console's built
+// stylesheet byte for byte (the file web/dist/manifest.json hashes as
+// app.css, the one 'weir serve' sends), and draws its series in the
+// stylesheet's --series-N colours rather than colours of its own.
+func TestHTMLEmbedsConsoleStylesheet(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, Compare([]*result.Run{fakeRun(1e6, 0.02, 400*time.Microsecond), fakeRun(1.3e6, 0.02, 350*time.Microsecond)})); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	m := regexp.MustCompile(`(?s)<style id="console-css">(.*?)</style>`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatal("the report has no console stylesheet")
+	}
+	var manifest struct{ Files map[string]string }
+	mb, err := os.ReadFile("../../../web/dist/manifest.json")
+	if err == nil {
+		err = json.Unmarshal(mb, &manifest)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256([]byte(m[1])); hex.EncodeToString(sum[:]) != manifest.Files["app.css"] {
+		t.Errorf("the report's stylesheet (%d B) is not the console's built app.css", len(m[1]))
+	}
+	if !strings.Contains(m[1], "--series-1:") || !strings.Contains(m[1], `[data-theme=dark]`) {
+		t.Error("the console stylesheet defines no series colours or no dark theme")
+	}
+	if !strings.Contains(s, `style="fill:var(--series-1)"`) || regexp.MustCompile(`fill="#`).MatchString(s) {
+		t.Error("the charts do not use the stylesheet's series colours")
 	}
 }
