@@ -21,7 +21,7 @@ import (
 
 // needBrowser skips (or fails under CI=true) when Node, Chromium or the
 // console's node packages are missing.
-func needBrowser(t *testing.T) string {
+func needBrowser(t testing.TB) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	missing := ""
@@ -67,7 +67,7 @@ func (s *syncBuffer) String() string {
 }
 
 // run runs a command to completion within a bounded time and returns its stdout.
-func run(t *testing.T, name string, args ...string) []byte {
+func run(t testing.TB, name string, args ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -92,44 +92,27 @@ func topTalker(t *testing.T, bin, dir string, args ...string) string {
 	return res.Rows[0].SIP
 }
 
-// TestConsoleInBrowser runs web/test/console.test.mjs: Debian's Chromium,
-// headless, driven by playwright-core, against 'weir serve' on a store
-// built by 'weir bench gendb' with a fixed seed. The page must load
-// without console errors and show the top talker 'weir query' computes on
-// the same store (for the default view and for one shared time range); a
-// filter must change the table and the chart; the chart and the Sankey
-// must have drawn; a mistake must show the server's message under the bad
-// token; a row must drill down; a shared URL must reopen the same view.
-// Screenshots and timings go to build/console/.
-func TestConsoleInBrowser(t *testing.T) {
-	node := needBrowser(t)
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "weir")
-	run(t, "go", "build", "-o", bin, "../cmd/weir")
-	dir := filepath.Join(tmp, "store")
-	run(t, bin, "bench", "gendb", "--data-dir", dir, "--days", "1", "--blocks-per-day", "96", "--flows-per-block", "1000",
-		"--clients", "2000", "--servers", "200", "--seed", "11", "--ifaces", "eth0,eth1", "--no-sync")
-	const from, to = "2026-01-01T06:00:00Z", "2026-01-01T18:00:00Z"
-	topAll := topTalker(t, bin, dir)
-	topDay := topTalker(t, bin, dir, "-f", from, "-t", to)
-
+// serve starts 'weir serve' on the store in dir, on a free loopback port,
+// stops it when the test ends, and returns its address.
+func serve(t testing.TB, bin, dir string) string {
+	t.Helper()
 	var serveErr syncBuffer
-	serve := exec.Command(bin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
-	serve.Stderr = &serveErr
-	if err := serve.Start(); err != nil {
+	srv := exec.Command(bin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0")
+	srv.Stderr = &serveErr
+	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	served := make(chan struct{})
-	go func() { serve.Wait(); close(served) }()
-	defer func() {
-		serve.Process.Signal(syscall.SIGTERM)
+	go func() { srv.Wait(); close(served) }()
+	t.Cleanup(func() {
+		srv.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-served:
 		case <-time.After(20 * time.Second):
-			serve.Process.Kill()
+			srv.Process.Kill()
 			<-served
 		}
-	}()
+	})
 	re := regexp.MustCompile(`weir serve: http://(\S+)/ `)
 	var addr string
 	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); {
@@ -146,6 +129,37 @@ func TestConsoleInBrowser(t *testing.T) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		t.Fatalf("weir serve did not say where it listens: %q %s", addr, serveErr.String())
 	}
+	return addr
+}
+
+// TestConsoleInBrowser runs web/test/console.test.mjs: Debian's Chromium,
+// headless, driven by playwright-core, against 'weir serve' on a store
+// built by 'weir bench gendb' with a fixed seed. The page must load
+// without console errors and show the top talker 'weir query' computes on
+// the same store (for the default view and for one shared time range); a
+// filter must change the table and the chart; the chart and the Sankey
+// must have drawn; a mistake must show the server's message under the bad
+// token; a row must drill down; a shared URL must reopen the same view;
+// the chart must stop where the stored flows stop; an empty store must say
+// so. Screenshots and timings go to build/console/.
+func TestConsoleInBrowser(t *testing.T) {
+	node := needBrowser(t)
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "weir")
+	run(t, "go", "build", "-o", bin, "../cmd/weir")
+	dir := filepath.Join(tmp, "store")
+	run(t, bin, "bench", "gendb", "--data-dir", dir, "--days", "1", "--blocks-per-day", "96", "--flows-per-block", "1000",
+		"--clients", "2000", "--servers", "200", "--seed", "11", "--ifaces", "eth0,eth1", "--no-sync")
+	const from, to = "2026-01-01T06:00:00Z", "2026-01-01T18:00:00Z"
+	topAll := topTalker(t, bin, dir)
+	topDay := topTalker(t, bin, dir, "-f", from, "-t", to)
+
+	addr := serve(t, bin, dir)
+	empty := filepath.Join(tmp, "empty") // what a new user serves before a capture has written
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	emptyAddr := serve(t, bin, empty)
 
 	artifacts, err := filepath.Abs("../build/console")
 	if err != nil {
@@ -155,7 +169,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancel()
 	var out syncBuffer
 	cmd := exec.CommandContext(ctx, node, "test/console.test.mjs")
-	cmd.Env = append(os.Environ(), "WEIR_URL=http://"+addr, "WEIR_TOP_ALL="+topAll, "WEIR_TOP_DAY="+topDay,
+	cmd.Env = append(os.Environ(), "WEIR_URL=http://"+addr, "WEIR_EMPTY_URL=http://"+emptyAddr, "WEIR_TOP_ALL="+topAll, "WEIR_TOP_DAY="+topDay,
 		"WEIR_FROM="+from, "WEIR_TO="+to, "WEIR_ARTIFACTS="+artifacts)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -65,7 +65,7 @@ function tooltipBox(title: string, lines: { color: string; name: string; value: 
 export interface Series {
   name: string;
   color: string;
-  points: [number, number][]; // time (ms), value per second
+  points: [number, number | null][]; // time (ms), value per second (null: nothing stored there, a gap)
 }
 
 function tooltipStyle() {
@@ -125,7 +125,10 @@ export class TimeChart {
       { notMerge: true },
     );
     this.el.dataset.series = String(series.length);
-    this.el.dataset.points = String(series.reduce((n, s) => n + s.points.filter((p) => p[1] > 0).length, 0));
+    const drawn = series.flatMap((s) => s.points.filter((p) => p[1] !== null)); // zeros too: a gap is null
+    this.el.dataset.points = String(drawn.filter((p) => p[1]! > 0).length);
+    this.el.dataset.first = String(Math.min(...drawn.map((p) => p[0]))); // the first and last times drawn (ms)
+    this.el.dataset.last = String(Math.max(...drawn.map((p) => p[0])));
   }
 }
 

@@ -152,7 +152,7 @@ async function load(): Promise<void> {
     const seconds = (to - from) / 1000;
     renderTop($("table"), { group: view.group, rows: top.rows, totals: top.totals, colors, metric: view.metric, dir: view.dir, seconds,
       onDrill: (r) => drill(r) });
-    if (performance.getEntriesByName("weir-table").length === 0) performance.mark("weir-table"); // first useful paint
+    if (performance.getEntriesByName("weir-table").length === 0) performance.mark("weir-table");
     const st = top.stats;
     $("stats").textContent = `${exact(top.rows.length)} of ${exact(st.groups)} groups · ${exact(st.rows_matched)} of ${exact(st.rows_scanned)} ` +
       `records matched · ${exact(st.blocks - st.blocks_skipped)} blocks read, ${exact(st.blocks_skipped)} skipped · ${st.elapsed_ms.toFixed(0)} ms`;
@@ -160,6 +160,11 @@ async function load(): Promise<void> {
       `${view.metric === "flows" ? "" : view.dir === "sum" ? ", in + out" : `, ${view.dir}`} · top ${view.limit} by ${view.group.join(", ")} · ${step >= 60 ? `${step / 60} min` : `${step} s`} bins`;
     if (top.totals.flows === 0 && meta.last && !cond) {
       notice(`No flows in this time range. The store holds flows from ${when(meta.first!)} to ${when(meta.last)}.`, ["Show the last stored day", showStoredDay]);
+    } else if (top.totals.flows === 0 && !meta.last && !cond) {
+      // A new user's first look: weir serve on the store a capture has not written to yet.
+      notice(meta.backend === "store"
+        ? "The store holds no flows yet. A capture writes its flows here every 5 minutes (--writeout) and at exit; tick \"Refresh every 30 s\" to see them arrive."
+        : "The database holds no flows yet.");
     } else if (top.totals.flows === 0) {
       notice("No flows match in this time range.");
     } else {
@@ -176,6 +181,7 @@ async function load(): Promise<void> {
     ]);
     if (seq !== loadSeq) return;
     drawSeries(top, series, totals, colors, step, from, to, fmt);
+    if (performance.getEntriesByName("weir-chart").length === 0) performance.mark("weir-chart"); // with the table: first useful paint
     // The Sankey of the top groups when its left side is the grouping (fewer rows to aggregate), else of everything.
     const ofTop = view.group.length === 1 && view.group[0] === view.sankey[0] && top.rows.length > 0;
     const sankeyCond = ofTop ? (cond ? `(${cond}) and (${groupCond})` : groupCond) : cond;
@@ -225,11 +231,17 @@ function drawSeries(top: QueryResult, series: QueryResult | null, totals: QueryR
     const b = idx(String(r.time));
     if (b >= 0 && b < bins) other[b] = Math.max(0, value(r, view.metric, view.dir) / step - sum[b]);
   }
+  // Bins before the first and after the last that hold any flow are gaps, not zero traffic: the store
+  // holds nothing there (yet), and a drop to zero would say the traffic stopped.
+  let first = bins, last = -1;
+  for (const r of totals.rows) {
+    const b = idx(String(r.time));
+    if (b >= 0 && b < bins) [first, last] = [Math.min(first, b), Math.max(last, b)];
+  }
   const t = (b: number) => from + b * step * 1000;
-  const out: Series[] = top.rows.map((r, i) => ({
-    name: rowName(view.group, r), color: colors[i], points: Array.from(vals[i], (v, b): [number, number] => [t(b), v]),
-  }));
-  if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor(), points: Array.from(other, (v, b): [number, number] => [t(b), v]) });
+  const points = (vs: Float64Array) => Array.from(vs, (v, b): [number, number | null] => [t(b), b < first || b > last ? null : v]);
+  const out: Series[] = top.rows.map((r, i) => ({ name: rowName(view.group, r), color: colors[i], points: points(vals[i]) }));
+  if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor(), points: points(other) });
   timeChart.render(out, view.chart === "stacked", fmt, [from, to]);
 }
 
