@@ -134,6 +134,15 @@ done
 rm -rf "$dir"
 
 echo
+echo "== console and API (issue 25): weir serve on one gendb day (1.44M rows, seed 1), from outside the process:"
+echo "   top 10 over the day (goal: p50 <= 150 ms), 20 requests; the console's first visit in Chromium, 10 loads"
+echo "   (first useful paint = top-N table and chart drawn; goal: <= 1 s). load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+go test -run '^$' -bench 'ConsoleDay/api' -benchtime 20x -count 1 ./web >"$out/console.txt"
+go test -run '^$' -bench 'ConsoleDay/page' -benchtime 10x -count 1 ./web >>"$out/console.txt"
+grep -E '^Benchmark' "$out/console.txt" | sed -E 's/[[:space:]]+0 ns\/op//; s/^BenchmarkConsoleDay\///; s/-[0-9]+ / /'
+echo "   load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+echo
 echo "== traffic driver (issue 9): weir bench run --calibrate, 3 runs; iperf3 TCP stream and sockperf UDP ping-pong"
 echo "   on the same test hosts in the same run, weir's driver in their shapes beside them; goal: within 10%"
 go test -run '^$' -bench 'BenchmarkLoopback' -benchmem -count "$count" ./internal/bench/engine >"$out/bench-engine.txt"

@@ -1,0 +1,43 @@
+// Page load of weir's console, measured in Debian's Chromium (headless,
+// playwright-core): WEIR_LOADS first visits of WEIR_URL, each in a fresh
+// browser context (empty cache, as a first visit), timed by the page's own
+// performance marks from navigation start: the top-N table drawn
+// (weir-table), the chart drawn (weir-chart; with the table: the first
+// useful paint), everything (weir-ready, the Sankey too). Also the
+// browser's own timing of the top-N query (Resource Timing). Run by
+// BenchmarkConsoleDay (web/bench_test.go); prints one "LOAD {json}" line
+// per load and exits non-zero on a failure or a console error. Every wait
+// is bounded.
+import { chromium } from "playwright-core";
+
+const base = process.env.WEIR_URL, loads = Number(process.env.WEIR_LOADS || "1");
+if (!base || !(loads >= 1)) throw new Error("set WEIR_URL and WEIR_LOADS");
+const wait = { timeout: 300000 }; // generous: a loaded machine, a day of rows
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+try {
+  for (let i = 0; i < loads; i++) {
+    const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+    const page = await ctx.newPage();
+    const errors = [];
+    page.on("console", (m) => m.type() === "error" && errors.push(`console: ${m.text()}`));
+    page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+    await page.goto(base + "/", wait);
+    await page.waitForFunction(() => document.body.dataset.state === "ready", null, wait);
+    const m = await page.evaluate(() => {
+      const at = (n) => performance.getEntriesByName(n)[0]?.startTime;
+      // The first query is the top-N table's: no time resolution, a limit.
+      const q = performance.getEntriesByType("resource").find((r) => r.name.includes("/api/v1/query?") && !r.name.includes("resolution="));
+      return { table: at("weir-table"), chart: at("weir-chart"), ready: at("weir-ready"), top_query: q?.duration, rows: document.querySelectorAll("#table tbody tr").length };
+    });
+    await ctx.close();
+    if (errors.length > 0) throw new Error(`console errors:\n${errors.join("\n")}`);
+    if (!(m.table > 0 && m.chart > 0 && m.ready > 0 && m.top_query > 0) || m.rows === 0) throw new Error(`load ${i}: marks or rows missing: ${JSON.stringify(m)}`);
+    const r = (v) => Math.round(v * 10) / 10;
+    console.log("LOAD " + JSON.stringify({ first_paint_ms: r(Math.max(m.table, m.chart)), table_ms: r(m.table), ready_ms: r(m.ready), top_query_ms: r(m.top_query) }));
+  }
+} finally {
+  await browser.close();
+}
