@@ -1,3 +1,5 @@
+//go:build linux
+
 package web
 
 // NeedBrowser is needBrowser for the external test package (the report's
