@@ -117,9 +117,58 @@ go test -run '^$' -bench 'BenchmarkAddLB|BenchmarkRecompute' -benchmem -count "$
 go run ./internal/tools/benchsum "$out"/services.txt
 
 echo
-echo "== store and query: 10.08M rows (weir bench gendb: 7 days x 288 blocks x 5,000 flows), warm cache, top 10"
+echo "== store and query: 10.08M rows (weir bench gendb: 7 days x 288 blocks x 5,000 flows), warm cache, top 10 by bytes;"
+echo "   DuckDB (PyPI, build/venv) on the same rows (gendb --csv loaded into a DuckDB file), runs alternating;"
+echo "   CPU = user+sys seconds of the whole process (median of 3), RSS = largest max RSS; goal weir/DuckDB CPU <= 1, RSS <= 0.5"
 dir=$out/gendb-week
-rm -rf "$dir"
+rm -rf "$dir" "$dir.csv" "$dir.duckdb"
+bin/weir bench gendb --data-dir "$dir" --csv "$dir.csv"
+bin/weir query -d "$dir" sip >/dev/null # warm the page cache
+duck=build/venv/bin/python
+if ! $duck -c 'import duckdb' 2>/dev/null; then
+  duck= && echo "DuckDB not installed (scripts/deps.sh bench installs it into build/venv): weir alone"
+else
+  $duck scripts/duckdb-query.py load "$dir.csv" "$dir.duckdb"
+  echo "DuckDB $($duck -c 'import duckdb; print(duckdb.__version__)'): its CPU is from opening the database to the last row (not"
+  echo "   the interpreter's start and import); its RSS includes the interpreter and the library, $(
+    /usr/bin/time -f '%M' $duck -c 'import duckdb' 2>&1 | awk '{printf "%.0f", $1 / 1024}') MiB after the import alone"
+fi
+rm -f "$dir.csv"
+# cpurss CMD...: runs CMD, prints "CPU-seconds max-RSS-KiB" (stdout to $out/answer); the
+# CPU is the command's own "cpu S" line on stderr when it prints one, else time(1)'s
+cpurss() {
+  /usr/bin/time -f 'time %U %S %M' "$@" 2>&1 >"$out/answer" |
+    awk '$1 == "cpu" {c = $2} $1 == "time" {if (c == "") c = $2 + $3; m = $4} END {printf "%.3f %d\n", c, m}'
+}
+printf "%-22s %10s %9s %10s %9s %7s %7s  %s\n" query "weir CPU" "weir RSS" "DuckDB CPU" "DuckDB RSS" "CPU x" "RSS x" "answers"
+for q in "sip" "sip,dip" "sip,dip,dport,proto" "sip,dip|dport = 443|dst_port = 443"; do
+  IFS='|' read -r group wcond dcond <<<"$q"
+  : >"$out/w.txt" && : >"$out/d.txt"
+  for i in 1 2 3; do
+    # shellcheck disable=SC2086 # the words are the query's arguments
+    cpurss bin/weir query -d "$dir" -o csv -n 10 "$group" $wcond >>"$out/w.txt"
+    cp "$out/answer" "$out/w.csv"
+    if [ -n "$duck" ]; then
+      cpurss $duck scripts/duckdb-query.py query "$dir.duckdb" "$group" "$dcond" >>"$out/d.txt"
+      cp "$out/answer" "$out/d.csv"
+    fi
+  done
+  med() { sort -n "$1" | sed -n 2p | cut -d' ' -f1; }
+  rss() { sort -k2 -n "$1" | tail -1 | awk '{printf "%.0f", $2 / 1024}'; }
+  w=$(med "$out/w.txt") && wm=$(rss "$out/w.txt")
+  if [ -n "$duck" ]; then
+    d=$(med "$out/d.txt") && dm=$(rss "$out/d.txt")
+    same=differ && cmp -s "$out/w.csv" "$out/d.csv" && same=same
+    printf "%-22s %9.2fs %5d MiB %9.2fs %5d MiB %7.2f %7.2f  %s\n" "$group${wcond:+ $wcond}" "$w" "$wm" "$d" "$dm" \
+      "$(awk -v a="$w" -v b="$d" 'BEGIN{print a/b}')" "$(awk -v a="$wm" -v b="$dm" 'BEGIN{print a/b}')" "$same"
+  else
+    printf "%-22s %9.2fs %5d MiB\n" "$group${wcond:+ $wcond}" "$w" "$wm"
+  fi
+done
+echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
+# A tail client: the bloom filters rule out most blocks.
+printf "%-22s %s\n" "sip,dip sip = 10.0.62.253" "$(bin/weir query -d "$dir" sip,dip sip = 10.0.62.253 | tail -1)"
+rm -rf "$dir" "$dir.duckdb"
 bin/weir bench gendb --data-dir "$dir"
 bin/weir query -d "$dir" sip >/dev/null # warm the page cache
 # query ARGS...: median wall seconds and the largest max RSS of 3 runs

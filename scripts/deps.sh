@@ -108,7 +108,8 @@ install_golangci() {
 case "$profile" in
   lint) install_golangci; log "ok"; exit 0 ;;
   run) pkg_for=([ip]=iproute2) ;; # the default-route interface
-  bench) pkg_for[/usr/bin/time]=time ;; # CPU time of the peers make bench runs
+  bench) pkg_for[/usr/bin/time]=time # CPU time of the peers make bench runs
+    pkg_for[/usr/share/doc/python3-venv]=python3-venv ;; # DuckDB's virtualenv (below)
   generate) pkg_for=([clang]=clang [llvm-strip]=llvm [/usr/include/bpf/bpf_helpers.h]=libbpf-dev [/usr/include/linux/bpf.h]=linux-libc-dev) ;;
   fleet) pkg_for=() && fleet_pkgs ;;
   test) fleet_pkgs ;;
@@ -154,6 +155,14 @@ if [ "$profile" = test ] || [ "$profile" = fleet ]; then
     python3 -m venv build/venv
     build/venv/bin/pip install -q chdb
   fi
+fi
+
+# DuckDB from PyPI, the query engine make bench runs beside weir's on the
+# same generated rows (weir bench gendb --csv).
+if [ "$profile" = bench ] && ! build/venv/bin/python -c 'import duckdb' >/dev/null 2>&1; then
+  log "installing duckdb into build/venv"
+  python3 -m venv build/venv
+  build/venv/bin/pip install -q duckdb
 fi
 
 # The console's node packages (esbuild, TypeScript, playwright-core; never a

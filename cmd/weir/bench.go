@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/weir-dev/weir/internal/cli"
+	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/gendb"
 )
@@ -17,6 +19,7 @@ func runGendb(args []string, stdout_, stderr io.Writer) int {
 		dir    string
 		ifaces string
 		noSync bool
+		csvOut string
 	)
 	fs := helpFlagSet("bench gendb")
 	fs.StringVar(&dir, "data-dir", "", "the store to write (created; must not be in use by a capture)")
@@ -29,6 +32,7 @@ func runGendb(args []string, stdout_, stderr io.Writer) int {
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed: the same flags give the same records")
 	fs.StringVar(&ifaces, "ifaces", "eth0", "comma-separated interfaces the records are spread over")
 	fs.BoolVar(&noSync, "no-sync", false, "skip fsync (faster; a crash may lose blocks)")
+	fs.StringVar(&csvOut, "csv", "", "also write the same rows as CSV to this file (created, 0600), for other engines to load")
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
@@ -42,9 +46,24 @@ func runGendb(args []string, stdout_, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "weir bench gendb: the flags ask for no rows, or out-of-range sizes")
 		return exitUsage
 	}
+	var tee func([]flow.Record) error
+	var csv *gendb.CSV
+	if csvOut != "" {
+		f, err := os.OpenFile(csvOut, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a symlink
+		if err != nil {
+			fmt.Fprintf(stderr, "weir bench gendb: --csv: %v (give a file that does not exist yet)\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		csv = gendb.NewCSV(f)
+		tee = csv.Write
+	}
 	bar := cli.NewProgress(progressOut, rows, "rows")
-	w, err := gendb.WriteStore(cfg, dir, noSync, func(n int64) { bar.Set(n) })
+	w, err := gendb.WriteStore(cfg, dir, noSync, func(n int64) { bar.Set(n) }, tee)
 	bar.Finish()
+	if err == nil && csv != nil {
+		err = csv.Flush()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "weir bench gendb: %v\n", err)
 		return exitFailure

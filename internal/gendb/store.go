@@ -16,8 +16,10 @@ type Written struct {
 
 // WriteStore generates cfg's records into a new store in dir, one block
 // per interface and time block, and closes it. progress, when not nil, is
-// told the rows written so far after each block.
-func WriteStore(cfg Config, dir string, noSync bool, progress func(rows int64)) (Written, error) {
+// told the rows written so far after each block; tee, when not nil, is
+// given each block's records after the store took them (the time it
+// takes is not in Writing).
+func WriteStore(cfg Config, dir string, noSync bool, progress func(rows int64), tee func([]flow.Record) error) (Written, error) {
 	var w Written
 	start := time.Now()
 	st, err := store.Open(store.Config{Dir: dir, Writeout: 24 * time.Hour, NoSync: noSync})
@@ -32,6 +34,9 @@ func WriteStore(cfg Config, dir string, noSync bool, progress func(rows int64)) 
 			err = st.Flush()
 		}
 		w.Writing += time.Since(t)
+		if err == nil && tee != nil {
+			err = tee(recs)
+		}
 		rows += int64(len(recs))
 		if progress != nil {
 			progress(rows)
