@@ -100,6 +100,7 @@ type agg struct {
 		k  addrKey
 		id uint32
 	}
+	v4       v4Table // IPv4 addresses: a 4-byte key, no 17-byte map key to hash
 	labelID  map[label]uint32
 	labels   []label             // id-1 → label
 	tooMany  bool                // a label past maxLabels was asked for
@@ -116,6 +117,9 @@ func newAgg() *agg {
 
 // addr interns an address.
 func (g *agg) addr(a *[16]byte, ver uint8) uint32 {
+	if ver == 4 && v4Mapped(a) { // nearly every address: the 4-byte table
+		return g.v4.id(g, binary.BigEndian.Uint32(a[12:]), a)
+	}
 	lo := binary.LittleEndian.Uint64(a[8:]) ^ uint64(ver)
 	h := (lo * 0x9e3779b97f4a7c15) >> (64 - 14) // cacheSize = 1<<14
 	c := &g.cache[h]

@@ -1,0 +1,75 @@
+package query
+
+import "encoding/binary"
+
+// v4Table interns IPv4 addresses (version 4, stored IPv4-mapped): an
+// open-addressing table of 4-byte keys and their ids, probed linearly. It
+// replaces the map of 17-byte keys for the common family: hashing and
+// comparing one word instead of 17 bytes halves the cost of interning.
+type v4Table struct {
+	e    []uint64 // address << 32 | id, one word so a probe touches one line; id 0: empty
+	n    int
+	bits uint8
+}
+
+// mapped4 is the IPv4-mapped prefix ::ffff:0:0/96 as its two words.
+const (
+	mapped4Lo = 0
+	mapped4Hi = 0xffff
+)
+
+// v4Mapped reports whether a is an IPv4-mapped address.
+func v4Mapped(a *[16]byte) bool {
+	return binary.BigEndian.Uint64(a[:8]) == mapped4Lo && binary.BigEndian.Uint32(a[8:12]) == mapped4Hi
+}
+
+// id is the interned id of IPv4 address v (a is its stored form), adding
+// it to g's addresses if new.
+func (t *v4Table) id(g *agg, v uint32, a *[16]byte) uint32 {
+	if t.e == nil {
+		t.init(12)
+	}
+	mask := uint64(len(t.e) - 1)
+	for i := t.slot(v); ; i = (i + 1) & mask {
+		e := t.e[i]
+		if uint32(e) == 0 {
+			g.addrs = append(g.addrs, addrKey{*a, 4})
+			id := uint32(len(g.addrs))
+			t.e[i] = uint64(v)<<32 | uint64(id)
+			if t.n++; t.n*2 > len(t.e) { // at most half full: short probes
+				t.grow()
+			}
+			return id
+		}
+		if uint32(e>>32) == v {
+			return uint32(e)
+		}
+	}
+}
+
+// slot is where v's probe starts (the top bits of a multiplicative hash).
+func (t *v4Table) slot(v uint32) uint64 {
+	return uint64(v) * 0x9e3779b97f4a7c15 >> (64 - t.bits)
+}
+
+func (t *v4Table) init(bits uint8) {
+	t.e, t.n, t.bits = make([]uint64, 1<<bits), 0, bits
+}
+
+// grow doubles the table.
+func (t *v4Table) grow() {
+	old := t.e
+	t.init(t.bits + 1)
+	mask := uint64(len(t.e) - 1)
+	for _, e := range old {
+		if uint32(e) == 0 {
+			continue
+		}
+		i := t.slot(uint32(e >> 32))
+		for uint32(t.e[i]) != 0 {
+			i = (i + 1) & mask
+		}
+		t.e[i] = e
+		t.n++
+	}
+}

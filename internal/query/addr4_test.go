@@ -1,0 +1,54 @@
+package query
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestInternAgainstMap interns random addresses of both families (IPv4
+// mapped, IPv6, an IPv6 row holding a mapped-looking address, a version 4
+// row whose bytes are not mapped) through agg.addr, whose IPv4 table is
+// the fast path, and checks it against a plain map: the same address and
+// version always get the same id, different ones different ids, and every
+// id expands back to what was interned. Enough addresses to grow the
+// table several times.
+func TestInternAgainstMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	g := newAgg()
+	want := map[addrKey]uint32{}
+	for range 200000 {
+		var k addrKey
+		switch r.IntN(8) {
+		case 0: // IPv6
+			k.ver = 6
+			for i := range k.a {
+				k.a[i] = byte(r.IntN(4))
+			}
+		case 1: // a mapped-looking address in an IPv6 row: apart from the IPv4 one
+			k.ver = 6
+			k.a[10], k.a[11], k.a[15] = 0xff, 0xff, byte(r.IntN(256))
+		case 2: // version 4 but not mapped (never stored, still exact)
+			k.ver = 4
+			k.a[0], k.a[15] = 1, byte(r.IntN(64))
+		default: // IPv4, drawn from 50,000 so that many repeat
+			k.ver = 4
+			k.a[10], k.a[11] = 0xff, 0xff
+			v := r.Uint32N(50000) * 86629 // spread over the whole word
+			k.a[12], k.a[13], k.a[14], k.a[15] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+		}
+		id := g.addr(&k.a, k.ver)
+		if w, ok := want[k]; ok && w != id {
+			t.Fatalf("%v: id %d, earlier %d", k, id, w)
+		}
+		if id == 0 || int(id) > len(g.addrs) || g.addrs[id-1] != k {
+			t.Fatalf("%v: id %d expands to something else", k, id)
+		}
+		want[k] = id
+	}
+	if len(g.addrs) != len(want) {
+		t.Fatalf("%d ids for %d distinct addresses", len(g.addrs), len(want))
+	}
+	if g.v4.n < 40000 {
+		t.Fatalf("only %d addresses took the IPv4 table", g.v4.n)
+	}
+}
