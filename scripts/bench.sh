@@ -169,18 +169,6 @@ echo "load $(cut -d' ' -f1-3 /proc/loadavg)"
 # A tail client: the bloom filters rule out most blocks.
 printf "%-22s %s\n" "sip,dip sip = 10.0.62.253" "$(bin/weir query -d "$dir" sip,dip sip = 10.0.62.253 | tail -1)"
 rm -rf "$dir" "$dir.duckdb"
-bin/weir bench gendb --data-dir "$dir"
-bin/weir query -d "$dir" sip >/dev/null # warm the page cache
-# query ARGS...: median wall seconds and the largest max RSS of 3 runs
-query() {
-  for i in 1 2 3; do /usr/bin/time -f '%e %M' bin/weir query -d "$dir" "$@" 2>&1 >/dev/null | tail -1; done |
-    sort -n | awk '{w[NR] = $1; if ($2 > m) m = $2} END {printf "%6.2f s  %5.0f MiB", w[2], m / 1024}'
-}
-for q in "sip" "sip,dip" "sip,dip,dport,proto" "sip,dip dport = 443" "sip,dip sip = 10.0.62.253"; do
-  # shellcheck disable=SC2086 # the words are the query's arguments
-  printf "%-28s %s   (%s)\n" "$q" "$(query $q)" "$(bin/weir query -d "$dir" $q | tail -1 | sed 's/; [0-9.]*m\?s$//')"
-done
-rm -rf "$dir"
 
 echo
 echo "== console and API (issue 25): weir serve on one gendb day (1.44M rows, seed 1), from outside the process:"
