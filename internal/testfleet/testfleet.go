@@ -3,6 +3,11 @@
 // stops them when the test ends. Without Java, mvn or the clickhouse-server
 // package the test is skipped with a clear message, except under CI=true,
 // where it fails: CI installs them (scripts/deps.sh test).
+//
+// WEIR_FLEET=DIR makes Start use the cluster.sh directory DIR instead (it
+// starts what is not running there and leaves it running at the end): how
+// scripts/bench.sh runs several benchmarks on one fleet without paying a
+// broker's start-up for each.
 package testfleet
 
 import (
@@ -14,7 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -48,7 +55,11 @@ func Start(t testing.TB, what int) *Fleet {
 		}
 		t.Skipf("skipped: %s (scripts/deps.sh fleet installs it; under CI=true this fails)", why)
 	}
-	f := &Fleet{t: t, dir: t.TempDir(), script: filepath.Join(root, "scripts", "cluster.sh")}
+	f := &Fleet{t: t, dir: os.Getenv("WEIR_FLEET"), script: filepath.Join(root, "scripts", "cluster.sh")}
+	shared := f.dir != ""
+	if !shared {
+		f.dir = t.TempDir()
+	}
 	args := []string{"--no-setup"}
 	switch what {
 	case Kafka:
@@ -57,6 +68,9 @@ func Start(t testing.TB, what int) *Fleet {
 		args = append(args, "--only", "clickhouse")
 	}
 	t.Cleanup(func() {
+		if shared {
+			return // WEIR_FLEET's owner stops it
+		}
 		if _, err := f.run("down", f.dir); err != nil {
 			t.Errorf("stopping the fleet: %v", err)
 		}
@@ -89,6 +103,40 @@ func (f *Fleet) StopKafka() {
 	if _, err := f.run("down", f.dir, "kafka"); err != nil {
 		f.t.Fatalf("stopping kafka: %v", err)
 	}
+}
+
+// KillKafka kills the broker with SIGKILL, as a crash would (its log is
+// recovered at the next start), and waits until it is gone.
+func (f *Fleet) KillKafka() {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.dir, "kafka", "pid"))
+	if err != nil {
+		f.t.Fatalf("killing kafka: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		f.t.Fatalf("killing kafka: pid file says %q", b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		f.t.Fatalf("killing kafka (pid %d): %v", pid, err)
+	}
+	for i := 0; i < 300 && running(pid); i++ { // bounded: 30 s
+		time.Sleep(100 * time.Millisecond)
+	}
+	if running(pid) {
+		f.t.Fatalf("kafka (pid %d) still runs 30 s after SIGKILL", pid)
+	}
+}
+
+// running reports whether pid is a process that has not exited (a zombie
+// waiting for its reaper has).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // StartKafka starts the broker again on its port, with its data.

@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -10,11 +12,13 @@ import (
 	"github.com/weir-dev/weir/internal/testfleet"
 )
 
-// brokerSink starts the real broker (scripts/cluster.sh), creates the topic
-// with 4 partitions and returns a sink to it.
-func brokerSink(t testing.TB, opts string) (*testfleet.Fleet, *Sink) {
+// brokerSink starts the real broker (scripts/cluster.sh, or WEIR_FLEET's),
+// creates a topic of its own with 4 partitions and returns a sink to it
+// and the topic's name.
+func brokerSink(t testing.TB, opts string) (*testfleet.Fleet, *Sink, string) {
 	f := testfleet.Start(t, testfleet.Kafka)
-	cfg, err := ParseURL("kafka://" + f.Kafka + "/" + topic + opts)
+	name := "weir-test-" + strconv.FormatInt(time.Now().UnixNano(), 36) // unique: a shared fleet keeps its topics
+	cfg, err := ParseURL("kafka://" + f.Kafka + "/" + name + opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,57 +38,93 @@ func brokerSink(t testing.TB, opts string) (*testfleet.Fleet, *Sink) {
 	if err := s.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return f, s
+	return f, s, name
 }
 
-// TestBrokerRestart, against a real Kafka broker: records written before
-// it stops, while it is down (they wait in the buffer) and after it is back
-// all arrive exactly once, and nothing is counted as dropped. A topic that
-// does not exist is a clear error of Check.
+// TestBrokerRestart, against a real Kafka broker: a writer streams records
+// (100 every 2 ms) while the broker is stopped — by SIGTERM as an
+// operator's restart, and by SIGKILL as a crash — and started again. The
+// stop comes once the stream is flowing, so records are in flight when it
+// does; the writer goes on while the broker is away (those wait in the
+// buffer) and after it is back. Every record arrives exactly once (each
+// sequence number once, none twice), every flow's records in one
+// partition, and nothing is counted as dropped. A topic that does not
+// exist is a clear error of Check.
 func TestBrokerRestart(t *testing.T) {
-	f, s := brokerSink(t, "")
-	const n = 30000
-	recs := records(n, 500, "node-a")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cfg, err := ParseURL("kafka://" + f.Kafka + "/no-such-topic")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Check(ctx); !errors.Is(err, ErrNoTopic) {
-		t.Errorf("Check of a missing topic: %v", err)
-	}
-	other.Close()
-	for i := 0; i < 10000; i += 1000 {
-		s.Write(recs[i : i+1000])
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f.StopKafka()
-	for i := 10000; i < 20000; i += 1000 {
-		s.Write(recs[i : i+1000])
-	}
-	time.Sleep(time.Second) // the producer tries and fails while the broker is away
-	if st := s.Stats(); st.Buffered != 10000 || st.Produced != 10000 {
-		t.Fatalf("with the broker down: %+v", st)
-	}
-	f.StartKafka()
-	for i := 20000; i < n; i += 1000 {
-		s.Write(recs[i : i+1000])
-	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatalf("flushing after the restart: %v", err)
-	}
-	if got := consume(t, f.Kafka, n, time.Minute); len(got) != n {
-		t.Fatalf("%d of %d records arrived across the restart", len(got), n)
-	}
-	if st := s.Stats(); st.Produced != n || st.Dropped != [numDropReasons]uint64{} || st.Buffered != 0 {
-		t.Errorf("stats %+v", st)
+	for _, how := range []string{"term", "kill"} {
+		t.Run(how, func(t *testing.T) {
+			f, s, name := brokerSink(t, "")
+			const n, flows = 40000, 500
+			recs := records(n, flows, "node-a")
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if how == "term" {
+				cfg, err := ParseURL("kafka://" + f.Kafka + "/no-such-topic")
+				if err != nil {
+					t.Fatal(err)
+				}
+				other, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := other.Check(ctx); !errors.Is(err, ErrNoTopic) {
+					t.Errorf("Check of a missing topic: %v", err)
+				}
+				other.Close()
+			}
+			var written atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; i < n; i += 100 {
+					s.Write(recs[i : i+100])
+					written.Store(int64(i + 100))
+					time.Sleep(2 * time.Millisecond)
+				}
+			}()
+			// waitFor waits (bounded) until cond holds.
+			waitFor := func(what string, cond func() bool) {
+				t.Helper()
+				for deadline := time.Now().Add(2 * time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("waited 2 min for %s: %+v", what, s.Stats())
+					}
+				}
+			}
+			waitFor("5,000 records acknowledged", func() bool { return s.Stats().Produced >= 5000 })
+			before := s.Stats()
+			if how == "kill" {
+				f.KillKafka()
+			} else {
+				f.StopKafka()
+			}
+			atStop := written.Load()
+			waitFor("10,000 more records written", func() bool { return written.Load() >= min(atStop+10000, n) })
+			down := s.Stats()
+			if down.Buffered < 5000 {
+				t.Errorf("with the broker down only %d records wait in the buffer: %+v", down.Buffered, down)
+			}
+			f.StartKafka()
+			<-done
+			if err := s.Flush(ctx); err != nil {
+				t.Fatalf("flushing after the restart: %v", err)
+			}
+			got := consumeTopic(t, f.Kafka, name, n, 2*time.Minute)
+			if len(got) != n {
+				t.Fatalf("%d of %d records arrived across the restart", len(got), n)
+			}
+			for i := range n {
+				if p0, p := got[uint64(i%flows)], got[uint64(i)]; p != p0 {
+					t.Fatalf("record %d of flow %d in partition %d, the flow's first in %d", i, i%flows, p, p0)
+				}
+			}
+			st := s.Stats()
+			if st.Records != n || st.Produced != n || st.Dropped != [numDropReasons]uint64{} || st.Buffered != 0 {
+				t.Errorf("stats %+v", st)
+			}
+			t.Logf("%s: %d acknowledged when the broker stopped, %d waiting while it was away; %d of %d arrived, each once, none dropped",
+				how, before.Produced, down.Buffered, len(got), n)
+		})
 	}
 }
 
@@ -94,7 +134,7 @@ func TestBrokerRestart(t *testing.T) {
 // this process's CPU (user+system: encoding, franz-go's batching,
 // compression and sending) per record.
 func BenchmarkBroker(b *testing.B) {
-	_, s := brokerSink(b, "")
+	_, s, _ := brokerSink(b, "")
 	recs := records(1<<16, 1<<12, "node-a")
 	ctx := context.Background()
 	var ru0, ru1 syscall.Rusage
