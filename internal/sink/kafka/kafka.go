@@ -174,6 +174,7 @@ func (s *Sink) Write(recs []flow.Record) error {
 		return errClosed
 	}
 	s.records.Add(uint64(len(recs)))
+	now := time.Now() // one clock read a call: franz-go would read it for every record without a Timestamp
 	for i := range recs {
 		sl := s.get()
 		if sl == nil {
@@ -183,7 +184,7 @@ func (s *Sink) Write(recs []flow.Record) error {
 		r := &recs[i]
 		sl.buf = wire.Append(sl.buf[:0], r)
 		binary.BigEndian.PutUint64(sl.key[:], KeyHash(&r.Key))
-		sl.rec = kgo.Record{Topic: s.cfg.Topic, Key: sl.key[:], Value: sl.buf, Headers: s.headers, Context: &sl.ctx}
+		sl.rec = kgo.Record{Topic: s.cfg.Topic, Key: sl.key[:], Value: sl.buf, Headers: s.headers, Timestamp: now, Context: &sl.ctx}
 		s.inflight.Add(1)
 		s.cl.TryProduce(context.Background(), &sl.rec, s.promise)
 	}
