@@ -190,3 +190,8 @@ for i in 1 2 3; do
   bin/weir bench run --calibrate --calibrate-time 3s --json "$out/calibrate-$i.json" "$prof" 2>/dev/null |
     sed -n '/^Calibration/,/p99 RTT/p' | tee "$out/calibrate-$i.txt" | grep -E 'iperf3|avg RTT'
 done
+
+echo
+echo "== fleet (issue 24): Kafka sink, broker, ClickHouse ingest, broker restart, collectors beside GoFlow2,"
+echo "   weir query --clickhouse beside the store (scripts/bench-fleet.sh; starts and stops scripts/cluster.sh)"
+scripts/bench-fleet.sh "$count"
