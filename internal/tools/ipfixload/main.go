@@ -63,7 +63,9 @@ func send(args []string) error {
 	rate := fs.Float64("rate", 100000, "records per second")
 	dur := fs.Duration("duration", 10*time.Second, "how long to send")
 	flows := fs.Int("flows", 10000, "distinct flows")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	var conns []*net.UDPConn
 	for _, a := range strings.Split(*to, ",") {
 		ap, err := netip.ParseAddrPort(a)
@@ -134,7 +136,9 @@ func send(args []string) error {
 func client(args []string, name string) (*kgo.Client, []string, error) {
 	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	brokers := fs.String("brokers", "", "comma-separated loopback `host:port`s of the brokers")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
 	if *brokers == "" || fs.NArg() == 0 {
 		return nil, nil, errors.New(name + ": -brokers and topics are required")
 	}
@@ -145,7 +149,9 @@ func client(args []string, name string) (*kgo.Client, []string, error) {
 func topics(args []string) error {
 	fs := flag.NewFlagSet("topics", flag.ExitOnError)
 	brokers := fs.String("brokers", "", "comma-separated `host:port`s of the brokers")
-	fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, t := range fs.Args() {
