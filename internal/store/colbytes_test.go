@@ -88,7 +88,7 @@ func TestColumnStats(t *testing.T) {
 	if r.Blocks != 3 || r.Rows != int64(3*benchRows) || sum != r.BlockBytes || r.BloomBytes <= 0 || r.BloomBytes >= r.HeaderBytes {
 		t.Fatalf("report %+v: headers and columns sum to %d", r, sum)
 	}
-	if c := r.Columns[cSrcAddr]; c.Blocks != 3 || c.Encodings["adict+seg"] != 3 || c.Stored == 0 || c.Raw <= c.Stored {
+	if c := r.Columns[cSrcAddr]; c.Blocks != 3 || c.Encodings["adictd+seg"] != 3 || c.Stored == 0 || c.Raw <= c.Stored {
 		t.Errorf("SrcAddr: %+v", c)
 	}
 	if c := r.Columns[cDropReason]; c.Blocks != 0 || c.Stored != 0 {

@@ -102,6 +102,8 @@ func encName(enc, comp, flags uint8) string {
 		n = "dict"
 	case encADict:
 		n = "adict"
+	case encADictD:
+		n = "adictd"
 	case encARaw:
 		n = "araw"
 	case encSDict:
