@@ -22,6 +22,7 @@ type addrTable struct {
 	order []int32
 	rank  []uint64
 	hist  [256]uint32
+	delta []byte // deltaV4's scratch
 }
 
 // addrSlot is one hash table slot: key, dictionary index and epoch stamp
@@ -194,7 +195,7 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
 	for _, b := range dst[bm : bm+(d+7)/8] {
 		n4 += bits.OnesCount8(b)
 	}
-	if deltaV4(dst[bm+(d+7)/8:], n4, &t.hist) {
+	if deltaV4(dst[bm+(d+7)/8:], n4, &t.hist, &t.delta) {
 		enc = encADictD
 	}
 	return putPlanes(dst, t.idx, iw), enc

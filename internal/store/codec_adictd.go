@@ -68,18 +68,19 @@ func (t *addrTable) addrOrder() []int32 {
 // (planes[j*n4+i] is byte j of entry i) as the zigzag deltas of their
 // big-endian values, when that lowers the planes' order-0 entropy; it
 // reports whether it did.
-func deltaV4(planes []byte, n4 int, h *[256]uint32) bool {
+func deltaV4(planes []byte, n4 int, h *[256]uint32, buf *[]byte) bool {
 	if n4 < minDeltaDict {
 		return false
 	}
 	p := planes[:4*n4]
-	// The deltas go to a second buffer first only to compare entropies;
-	// the planes are a few KB.
+	// The deltas go to a second (reused) buffer first to compare
+	// entropies; the planes are a few KB.
 	var before, after float64
 	for j := range 4 {
 		before += planeBits(h, p[j*n4:(j+1)*n4])
 	}
-	z := make([]byte, 4*n4)
+	z := slices.Grow((*buf)[:0], 4*n4)[:4*n4]
+	*buf = z
 	var prev uint32
 	for i := range n4 {
 		v := uint32(p[i])<<24 | uint32(p[n4+i])<<16 | uint32(p[2*n4+i])<<8 | uint32(p[3*n4+i])
