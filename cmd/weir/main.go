@@ -35,6 +35,7 @@ func commands() []cli.Command {
 		{Name: "services explain", Summary: "the service model compiled to datapath rows that serve a VIP", Run: runServicesExplain},
 		{Name: "clickhouse setup", Summary: "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka", Run: runClickhouseSetup},
 		{Name: "store check", Summary: "verify (and --repair) every block and index of the flow store", Run: runStoreCheck},
+		{Name: "store stats", Summary: "bytes per row of the flow store, column by column, and their encodings", Run: runStoreStats},
 		{Name: "bench gendb", Summary: "build a flow store of generated records", Run: runGendb},
 		{Name: "bench lbstress", Summary: "OVN's load-balancer-group stress on weir's service model", Run: runLBStress},
 		{Name: "bench run", Summary: "run a uperf-style traffic profile between test hosts", Run: runBenchRun},

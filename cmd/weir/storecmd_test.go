@@ -121,3 +121,18 @@ func TestQuerySaysDamage(t *testing.T) {
 		t.Fatalf("blocks_corrupt not 2:\n%s", out)
 	}
 }
+
+// TestStoreStats: 'weir store stats' prints the rows and blocks and a
+// line for each stored column, none for the omitted ones, and fails with
+// a hint when there is no store.
+func TestStoreStats(t *testing.T) {
+	dir, _ := smallStore(t, 50)
+	code, out, errs := runCLI("store", "stats", "-d", dir)
+	if code != exitOK || !strings.Contains(out, "150 rows in 3 blocks") || !strings.Contains(out, "SrcAddr") ||
+		!strings.Contains(out, "headers") || strings.Contains(out, "DropReason") {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI("store", "stats", "-d", filepath.Join(dir, "nothing")); code != exitFailure || !strings.Contains(errs, "no flow store") {
+		t.Errorf("missing store: exit %d, %s", code, errs)
+	}
+}

@@ -14,15 +14,23 @@ func v4Mapped(a *[16]byte) bool {
 
 // addrTable builds a dictionary of distinct 16-byte addresses.
 type addrTable struct {
-	hi, lo []uint64
-	slot   []int32
-	stamp  []uint32
-	epoch  uint32
-	dict   [][16]byte
-	count  []uint32
-	idx    []uint64
-	order  []int32
-	rank   []uint64
+	tab   []addrSlot
+	epoch uint32
+	dict  [][16]byte
+	count []uint32
+	idx   []uint64
+	order []int32
+	rank  []uint64
+	hist  [256]uint32
+	delta []byte // deltaV4's scratch
+}
+
+// addrSlot is one hash table slot: key, dictionary index and epoch stamp
+// in 24 bytes, so a probe touches one cache line, not four arrays'.
+type addrSlot struct {
+	hi, lo uint64
+	slot   int32
+	stamp  uint32
 }
 
 func addrHash(a *[16]byte) uint64 {
@@ -34,44 +42,41 @@ func (t *addrTable) build(v [][16]byte) {
 	for size < 2*len(v) {
 		size <<= 1
 	}
-	if len(t.hi) < size {
-		t.hi = make([]uint64, size)
-		t.lo = make([]uint64, size)
-		t.slot = make([]int32, size)
-		t.stamp = make([]uint32, size)
+	if len(t.tab) < size {
+		t.tab = make([]addrSlot, size)
 		t.epoch = 0
 	}
 	t.epoch++
 	if t.epoch == 0 {
-		clear(t.stamp)
+		clear(t.tab)
 		t.epoch = 1
 	}
 	t.dict = t.dict[:0]
 	t.count = t.count[:0]
-	mask := uint64(len(t.hi) - 1)
+	tab := t.tab[:size] // a table kept from a larger block: use its first size slots
+	mask := uint64(size - 1)
 	t.idx = slices.Grow(t.idx[:0], len(v))[:len(v)]
 	for i := range v {
 		a := &v[i]
 		h0 := binary.LittleEndian.Uint64(a[0:8])
 		h1 := binary.LittleEndian.Uint64(a[8:16])
 		h := mix64(h0*0x9e3779b97f4a7c15^h1) & mask
+		var e *addrSlot
 		for {
-			if t.stamp[h] != t.epoch {
-				t.stamp[h] = t.epoch
-				t.hi[h], t.lo[h] = h0, h1
-				t.slot[h] = int32(len(t.dict))
+			e = &tab[h]
+			if e.stamp != t.epoch {
+				*e = addrSlot{hi: h0, lo: h1, slot: int32(len(t.dict)), stamp: t.epoch}
 				t.dict = append(t.dict, *a)
 				t.count = append(t.count, 0)
 				break
 			}
-			if t.hi[h] == h0 && t.lo[h] == h1 {
+			if e.hi == h0 && e.lo == h1 {
 				break
 			}
 			h = (h + 1) & mask
 		}
-		s := t.slot[h]
-		t.count[s]++
-		t.idx[i] = uint64(s)
+		t.count[e.slot]++
+		t.idx[i] = uint64(e.slot)
 	}
 }
 
@@ -179,11 +184,21 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
 	if rawSize+(n+7)/8 <= dictSize {
 		return putAddrs(dst, v, nil), encARaw
 	}
-	o := freqOrder(t.count, &t.order, &t.rank, t.idx)
+	o := t.addrOrder()
+	head := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
 	dst = append(dst, byte(iw))
 	dst = putAddrs(dst, t.dict, o)
-	return putPlanes(dst, t.idx, iw), encADict
+	enc := uint8(encADict)
+	bm := head + 5
+	n4 := 0
+	for _, b := range dst[bm : bm+(d+7)/8] {
+		n4 += bits.OnesCount8(b)
+	}
+	if deltaV4(dst[bm+(d+7)/8:], n4, &t.hist, &t.delta) {
+		enc = encADictD
+	}
+	return putPlanes(dst, t.idx, iw), enc
 }
 
 // decodeAddrs decodes an address stream of n rows and sets dict and idx
@@ -212,7 +227,7 @@ func decodeAddrs(buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n i
 		}
 		*dict = l
 		return dst, nil
-	case encADict:
+	case encADict, encADictD:
 		if len(st) < 5 {
 			return dst, errBadStream
 		}
@@ -226,6 +241,9 @@ func decodeAddrs(buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n i
 		used, ok := getAddrs(st[5:], dv)
 		if !ok || len(st)-5-used != n*iw {
 			return dst, errBadStream
+		}
+		if enc == encADictD {
+			undeltaV4(dv)
 		}
 		// The index planes go straight into idx: no per-row 16-byte copies
 		// unless the caller asked for the rows.

@@ -37,7 +37,7 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 			off := cut(14, int(st[5]), size)
 			end = cut(off, int(st[0]), n)
 		}
-	case encADict:
+	case encADict, encADictD:
 		if len(st) >= 5 {
 			size := int(binary.LittleEndian.Uint32(st[0:4]))
 			if off, ok := addrCuts(&cuts, st, 5, size); ok {

@@ -189,7 +189,7 @@ func TestRoundTripEncodings(t *testing.T) {
 				recs[i].Key.SrcAddr, recs[i].Key.DstAddr, recs[i].Key.IPVersion = pick(i)
 			}
 			h := roundTrip(t, e, recs)
-			if h.cols[cSrcAddr].enc != wantEnc {
+			if got := h.cols[cSrcAddr].enc; got != wantEnc && !(wantEnc == encADict && got == encADictD) {
 				t.Errorf("enc %d, want %d", h.cols[cSrcAddr].enc, wantEnc)
 			}
 		})
@@ -228,7 +228,8 @@ func TestRoundTripEncodings(t *testing.T) {
 			recs[i].Iface = ""
 		}
 		h := roundTrip(t, e, recs)
-		if h.cols[cSrcAddr].enc != encADict || h.cols[cDstPort].enc != encDict {
+		// Thousands of addresses, most seen once: the IPv4 entries as deltas.
+		if h.cols[cSrcAddr].enc != encADictD || h.cols[cDstPort].enc != encDict {
 			t.Errorf("zipf: src addr enc %d, dst port enc %d", h.cols[cSrcAddr].enc, h.cols[cDstPort].enc)
 		}
 		if h.cols[cSrcAddr].comp == compRaw {

@@ -7,13 +7,6 @@ import (
 	"time"
 )
 
-// colNames are the stored columns' names, in id order.
-var colNames = [numCols]string{"SrcAddr", "DstAddr", "IPVersion", "SrcPort", "DstPort", "Proto", "ICMPType",
-	"ICMPCode", "Packets", "Bytes", "RevPackets", "RevBytes", "TCPFlags", "RevTCPFlags", "EndReason", "VLAN",
-	"Start", "End", "DropPackets", "DropBytes", "DropReason", "Sampling", "NATSrcAddr", "NATDstAddr", "NATVersion",
-	"NATSrcPort", "NATDstPort", "Verdict", "Rule", "Mark", "Zone", "SrcWlName", "SrcWlNamespace", "SrcWlNode",
-	"DstWlName", "DstWlNamespace", "DstWlNode", "SvcName", "SvcBackends", "SvcGroup", "ServiceMatch"}
-
 // TestColumnBytes writes the realistic generator's 12 windows through a
 // Store at the default settings and reports, from the blocks' column
 // directories, where the stored bytes go (go test -run ColumnBytes -v).
@@ -70,21 +63,38 @@ func TestColumnBytes(t *testing.T) {
 	t.Log("\n" + sb.String())
 }
 
-// encName names a column's encoding for TestColumnBytes.
-func encName(enc, comp, flags uint8) string {
-	n := map[uint8]string{encConst: "const", encFOR: "for", encDelta: "delta", encDict: "dict", encADict: "adict", encARaw: "araw",
-		encSDict: "sdict"}[enc]
-	if n == "" {
-		n = fmt.Sprint(enc)
+// TestColumnStats: ColumnStats accounts for every block byte (headers
+// plus the stored columns), counts the rows written, names the encodings,
+// and leaves the omitted columns at zero.
+func TestColumnStats(t *testing.T) {
+	ws := windows()[:3]
+	s := openT(t, Config{Dir: tempDir(t), NoSync: true, Writeout: time.Hour})
+	for _, w := range ws {
+		if err := s.Write(w); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	switch comp {
-	case compZstd:
-		n += "+zstd"
-	case compSeg:
-		n += "+seg"
+	r, err := s.ColumnStats(0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if flags&flagEndRel != 0 {
-		n += "+rel"
+	sum := r.HeaderBytes
+	for _, c := range r.Columns {
+		sum += c.Stored
 	}
-	return n
+	if r.Blocks != 3 || r.Rows != int64(3*benchRows) || sum != r.BlockBytes || r.BloomBytes <= 0 || r.BloomBytes >= r.HeaderBytes {
+		t.Fatalf("report %+v: headers and columns sum to %d", r, sum)
+	}
+	if c := r.Columns[cSrcAddr]; c.Blocks != 3 || c.Encodings["adictd+seg"] != 3 || c.Stored == 0 || c.Raw <= c.Stored {
+		t.Errorf("SrcAddr: %+v", c)
+	}
+	if c := r.Columns[cDropReason]; c.Blocks != 0 || c.Stored != 0 {
+		t.Errorf("DropReason (all empty) stored: %+v", c)
+	}
+	if out := r.Summary(); !strings.Contains(out, "SrcAddr") || strings.Contains(out, "DropReason") || !strings.Contains(out, "15000 rows in 3 blocks") {
+		t.Errorf("summary:\n%s", out)
+	}
 }

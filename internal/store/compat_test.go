@@ -19,7 +19,9 @@ import (
 // goldenV4Recs, written by TestWriteGoldenV4 (every column in use);
 // testdata/block-v5.bin is goldenV5Recs (TestWriteGoldenV5: workloads
 // and services too); testdata/block-v6.bin is goldenV6Recs
-// (TestWriteGoldenV6: and nodes).
+// (TestWriteGoldenV6: and nodes); testdata/block-v7.bin is goldenV7Recs
+// (TestWriteGoldenV7: IPv4 sources from a pool of 90, stored as adictd,
+// the IPv4 dictionary entries delta-coded).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -34,6 +36,67 @@ var goldenBlocks = []struct {
 	{"block-v4.bin", 4, 300, numColsV4, goldenV4Recs, true},
 	{"block-v5.bin", 5, 250, numColsV5, goldenV5Recs, true},
 	{"block-v6.bin", 6, 260, numCols, goldenV6Recs, true},
+	{"block-v7.bin", 7, 260, numCols, goldenV7Recs, true},
+}
+
+// goldenV7Recs are the records of block-v7.bin: version 6's, with the
+// IPv4 sources drawn from 90 hosts (seen 1 to 6 times each), so that
+// they make a dictionary whose IPv4 entries version 7 delta-codes.
+func goldenV7Recs() []flow.Record {
+	recs := goldenV6Recs()
+	for i := range recs {
+		if a := &recs[i].Key.SrcAddr; v4Mapped(a) {
+			k := i * 37 % 90
+			if i%3 == 0 {
+				k = i * 37 % 20
+			}
+			a[13], a[14], a[15] = byte(k*37), byte(k*11), byte(1+k*53)
+		}
+	}
+	return recs
+}
+
+// TestWriteGoldenV7 writes testdata/block-v7.bin when WEIR_STORE_GOLDEN is
+// set (once, when version 7 was current; never overwrite it after).
+func TestWriteGoldenV7(t *testing.T) {
+	if os.Getenv("WEIR_STORE_GOLDEN") == "" {
+		t.Skip("set WEIR_STORE_GOLDEN=1 to write testdata/block-v7.bin")
+	}
+	b, _ := newTestEncoder(t).encode(nil, goldenV7Recs())
+	if b[12] != 7 {
+		t.Fatalf("version %d", b[12])
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "block-v7.bin"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGoldenAddrEncodings: the golden blocks before version 7 use the
+// address dictionary of old (adict, in the v4 to v6 ones) and never
+// adictd; the version 7 one stores its source addresses as adictd, so
+// TestOldBlocks reads both forms back.
+func TestGoldenAddrEncodings(t *testing.T) {
+	adict := 0
+	for _, g := range goldenBlocks {
+		h, err := parseHeader(readGolden(t, g.file), true)
+		if err != nil {
+			t.Fatal(g.file, err)
+		}
+		for id, c := range h.cols[:h.ncols] {
+			if h.omit&(1<<uint(id)) == 0 && c.enc == encADictD && g.version < 7 {
+				t.Errorf("%s: column %d is adictd", g.file, id)
+			}
+			if h.omit&(1<<uint(id)) == 0 && c.enc == encADict {
+				adict++
+			}
+		}
+		if g.version == 7 && h.cols[cSrcAddr].enc != encADictD {
+			t.Errorf("%s: source addresses encoding %d, want adictd", g.file, h.cols[cSrcAddr].enc)
+		}
+	}
+	if adict == 0 {
+		t.Error("no golden block has an adict column")
+	}
 }
 
 // goldenV3Recs are the records of block-v3.bin: every 5th with drops,

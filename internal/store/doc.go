@@ -89,8 +89,8 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (6), u8 column count (42), u16 omitted columns'
-//	      bits 32-47 (versions 5 and 6; 0 before)
+//	12  u8 version (7), u8 column count (42), u16 omitted columns'
+//	      bits 32-47 (versions 5 to 7; 0 before)
 //	16  u32 rows
 //	20  u32 omitted columns' bits 0-31: bit i set = column i is all 0
 //	      ("" for strings, :: for addresses) and has no directory entry
@@ -124,14 +124,16 @@
 // the strings of the records' SrcWorkload, DstWorkload and Service, ""
 // for nil; a reader rebuilds one shared pointer per distinct workload or
 // service of a block), 41 Node (since version 6: where the record was
-// observed, flow.Record.Node). Addresses are adict or araw, DropReason
+// observed, flow.Record.Node). Addresses are adict, adictd (since
+// version 7) or araw, DropReason
 // and Rule sdict, the workload and service strings and Node sdictl, the
 // others integer encodings. Columns 18 and up are nearly always all zero,
 // and then omitted: they cost no byte. Node is "" (omitted) or one name
 // in nearly every block: a one-entry sdictl without index planes, its
 // directory entry and a few bytes a block.
 //
-// Version 5 blocks (column count 41) are read with Node "". Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
+// Version 7 has version 6's layout and adds the adictd encoding; version
+// 6 blocks are read as they are. Version 5 blocks (column count 41) are read with Node "". Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
 // version 5 columns nil and 0. Version 3 blocks (column count 22, nothing omitted, an unused column
 // const 0 and an unused DropReason the sdict of the one entry "") are
 // read as they are, with the version 4 columns 0, "" and ::; version 2
@@ -173,6 +175,12 @@
 //	            width 0 only with one entry
 //	sdictl (8)  as sdict, but each entry's length is a uvarint (at most
 //	            4096)
+//	adictd (9)  as adict, with entries of equal count in ascending address
+//	            order (IPv4 first), and the IPv4 entries' 4 byte planes
+//	            holding, for each, the zigzag of its big-endian value minus
+//	            the previous IPv4 entry's (mod 2^32; the first's minus 0):
+//	            a block's many once-seen addresses cost a small delta each.
+//	            Chosen over adict when it lowers the planes' entropy
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy

@@ -231,7 +231,7 @@ func TestFormatV3(t *testing.T) {
 	}
 	b, _ := e.encode(nil, recs)
 	le := binary.LittleEndian
-	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != 6 || b[13] != 42 || le.Uint16(b[14:]) != 1<<10-1 ||
+	if string(b[0:4]) != "WBK1" || int(le.Uint32(b[4:])) != len(b) || b[12] != blockVersion || b[13] != 42 || le.Uint16(b[14:]) != 1<<10-1 ||
 		le.Uint32(b[16:]) != 3 || le.Uint32(b[20:]) != 1<<32-1<<22 {
 		t.Fatalf("fixed header % x", b[:24])
 	}

@@ -177,6 +177,13 @@ func FuzzColumn(f *testing.F) {
 			f.Add(uint8(id), c.enc, c.comp, c.flags, uint32(h.rows), c.rlen, b[c.off:c.off+c.slen])
 		}
 	}
+	// An adictd column (blocks of a few rows have too few addresses for
+	// it): the version 7 golden block's source addresses.
+	gb := readGolden(f, "block-v7.bin")
+	if h, err := parseHeader(gb, true); err == nil {
+		c := h.cols[cSrcAddr]
+		f.Add(uint8(cSrcAddr), c.enc, c.comp, c.flags, uint32(h.rows), c.rlen, gb[c.off:c.off+c.slen])
+	}
 	f.Fuzz(func(t *testing.T, id, enc, comp, flags uint8, rows, rlen uint32, data []byte) {
 		if len(data) > maxFuzzInput {
 			return

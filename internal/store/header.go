@@ -49,7 +49,8 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	// numColsV3: read, the others are absent. Version 4 leaves out the
 	// sparse columns its omitted bitmap names; version 5 adds the
 	// enrichment columns, and the bitmap's bits 32 and up in bytes 14-15;
-	// version 6 the node.
+	// version 6 the node; version 7 only adds an address encoding
+	// (adictd), so its layout is version 6's.
 	ver := b[12]
 	switch {
 	case ver < 3:

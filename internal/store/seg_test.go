@@ -124,8 +124,8 @@ func TestBlockVersions(t *testing.T) {
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	if b[12] != 6 || b[13] != 42 {
-		t.Fatalf("version %d with %d columns, want 6 with 42", b[12], b[13])
+	if b[12] != 7 || b[13] != 42 {
+		t.Fatalf("version %d with %d columns, want 7 with 42", b[12], b[13])
 	}
 	hl := h.headerLen
 	relabel := func(version, cols byte) []byte {
@@ -135,7 +135,7 @@ func TestBlockVersions(t *testing.T) {
 		return bad
 	}
 	for _, v := range [][2]byte{{0, 41}, {1, 41}, {2, 41}, {3, 41}, {4, 41}, {blockVersion + 1, 41}, {3, 22}, {2, 18}, {4, 22}, {4, 31},
-		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}} {
+		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}, {7, 41}, {7, 43}} {
 		if err := decodeBlock(relabel(v[0], v[1]), true, &c); !errors.Is(err, errCorruptBlock) {
 			t.Errorf("version %d with %d columns: %v, want corrupt", v[0], v[1], err)
 		}
