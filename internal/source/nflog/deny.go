@@ -3,8 +3,10 @@ package nflog
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"unsafe"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/prefetch"
 )
 
 // Prefix IDs with a fixed meaning.
@@ -257,6 +259,11 @@ func (t *DenyTable) Add(k *DenyKey, ipLen uint32, now int64, p *Packet) {
 func (t *DenyTable) Expire(now int64) int {
 	n := 0
 	for t.head != nilSlot && now-t.slots[t.head].last >= t.idle {
+		if nx := t.slots[t.head].next; nx != nilSlot {
+			// The next flow's index position, which its removal reads:
+			// fetched while this one is exported.
+			prefetch.Line(uintptr(unsafe.Pointer(&t.index[t.slots[nx].hash&t.mask])))
+		}
 		if t.slots[t.head].packets > 0 {
 			n++
 		}
