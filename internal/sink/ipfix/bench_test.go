@@ -258,3 +258,68 @@ func BenchmarkUDPFloor(b *testing.B) {
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(u.calls)/float64(b.N), "sends/op")
 }
+
+// BenchmarkAntreaRun is the work of one op of Antrea v2.4.0's
+// BenchmarkExportConntrackConns at -benchtime 1x, in weir's parts: a
+// store of 20,000 connections (2,000 of them dying), all idle and so all
+// due; one op opens a new exporter (a UDP socket; the templates go with
+// the first message), finds the 20,000 in the store
+// (conntrack.Store.Export), turns them into records and writes them,
+// and closes the exporter. Filling the store (the dump) is not timed.
+// Antrea's op at -benchtime 100x is a hundredth of this work plus a
+// reconnect (docs/benchmarks.md): compare per record.
+func BenchmarkAntreaRun(b *testing.B) {
+	l := drain(b)
+	defer l.Close()
+	url := "ipfix+udp://" + l.LocalAddr().String()
+	conns := make([]conntrack.Conn, benchConns)
+	for i := range conns {
+		conns[i] = benchConn(i)
+		if i%10 == 0 {
+			conns[i].Status |= conntrack.StatusDying
+		}
+	}
+	batch := make([]flow.Record, 0, benchConns)
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	var cpu time.Duration
+	var sent uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		st := conntrack.NewStore(conntrack.StoreConfig{MaxConns: 32_768, ActiveTimeout: time.Hour, IdleTimeout: time.Second, StaleTimeout: 24 * time.Hour})
+		for i := range conns {
+			st.Update(&conns[i], t0)
+		}
+		st.EndPoll(t0)
+		batch = batch[:0]
+		b.StartTimer()
+		c0 := cpuTime()
+		x, err := New(Config{URL: url, Rate: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.Export(t0.Add(2*time.Second), func(e *conntrack.Export) {
+			batch = append(batch, flow.Record{})
+			e.Record(&batch[len(batch)-1])
+		})
+		if err := x.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		if err := x.Close(); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - c0
+		b.StopTimer()
+		s := x.Stats()
+		if len(batch) != benchConns || s.Records != benchConns || s.DroppedRecords != 0 || s.SendErrors != 0 {
+			b.Fatalf("%d due, %+v", len(batch), s)
+		}
+		sent += s.Messages
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchConns, "ns/record")
+	b.ReportMetric(float64(sent)/float64(b.N), "msgs/op")
+}
