@@ -20,7 +20,8 @@ go test -run '^$' -bench 'BenchmarkUpdate|BenchmarkExpire|BenchmarkMemoryLatency
 go test -run '^$' -bench . -benchmem -count "$count" -benchtime 2000000x ./internal/meter >"$out/pipeline.txt"
 go test -run '^$' -bench . -benchmem -count "$count" ./internal/source/pcap ./internal/format >"$out/io.txt"
 go test -run '^$' -bench 'BenchmarkAdd' -benchmem -count "$count" ./internal/ipfix >"$out/ipfix.txt"
-go test -run '^$' -bench 'BenchmarkAntreaCycle' -benchmem -count "$count" -benchtime 100x ./internal/sink/ipfix >>"$out/ipfix.txt"
+go test -run '^$' -bench 'BenchmarkAntreaCycle|BenchmarkUDPFloor' -benchmem -count "$count" -benchtime 100x ./internal/sink/ipfix >>"$out/ipfix.txt"
+go test -run '^$' -bench 'BenchmarkAntreaRun' -benchmem -count "$count" -benchtime 10x ./internal/sink/ipfix >>"$out/ipfix.txt"
 go test -run '^$' -bench 'BenchmarkQuery' -benchmem -count "$count" -benchtime 3x ./internal/query >"$out/query.txt"
 go test -run '^$' -bench 'BenchmarkEncodeBlock|BenchmarkReadBlock|BenchmarkAggregate' -benchmem -count "$count" ./internal/store >"$out/store.txt"
 go run ./internal/tools/benchsum "$out"/packet.txt "$out"/flow.txt "$out"/pipeline.txt "$out"/io.txt "$out"/query.txt "$out"/store.txt "$out"/ipfix.txt

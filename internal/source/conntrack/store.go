@@ -1,6 +1,7 @@
 package conntrack
 
 import (
+	"math"
 	"time"
 
 	"github.com/weir-dev/weir/internal/nfnetlink"
@@ -207,6 +208,13 @@ type Store struct {
 	zones   []uint64 // zone bitmap (nil: all zones)
 	index   map[connKey]int32
 	entries []entry
+	// due[i] is the earliest time at which Export has anything to do
+	// with entries[i] (math.MinInt64: at the next Export, math.MaxInt64:
+	// never, a free slot): Export reads this 8-byte array and visits only
+	// the entries due, not every entry. Every change to an entry sets it
+	// again (redue).
+	due     []int64
+	scanAll bool  // tests: Export visits every entry (the reference the index is checked against)
 	free    int32 // free list head (-1: none)
 	head    int32 // oldest activity (eviction victim), -1 if empty
 	tail    int32 // newest activity
@@ -244,6 +252,7 @@ func NewStore(cfg StoreConfig) *Store {
 		cfg:     cfg,
 		index:   make(map[connKey]int32, cfg.MaxConns),
 		entries: make([]entry, cfg.MaxConns),
+		due:     make([]int64, cfg.MaxConns),
 		pending: make([]Export, 0, cfg.MaxPending),
 		head:    -1,
 		tail:    -1,
@@ -261,6 +270,7 @@ func NewStore(cfg StoreConfig) *Store {
 	}
 	for i := range s.entries {
 		s.entries[i].next = int32(i + 1)
+		s.due[i] = math.MaxInt64
 	}
 	s.entries[len(s.entries)-1].next = -1
 	s.free = 0
@@ -308,9 +318,17 @@ func endedState(c *Conn) bool {
 // Update feeds one conntrack entry: a dump reply, or an event (MsgNew, or
 // MsgDelete for a destroyed entry). now is the time it was read.
 func (s *Store) Update(c *Conn, now time.Time) {
+	if i := s.update(c, now); i >= 0 {
+		s.redue(i)
+	}
+}
+
+// update is Update; it returns the index of the entry it changed (-1:
+// none).
+func (s *Store) update(c *Conn, now time.Time) int32 {
 	if !s.keep(c) {
 		s.stats.Filtered++
-		return
+		return -1
 	}
 	n := now.UnixNano()
 	k := connKey{orig: c.Orig, zone: c.Zone}
@@ -323,7 +341,7 @@ func (s *Store) Update(c *Conn, now time.Time) {
 				// The destroy event of another entry on this tuple than
 				// the one held: an earlier one, or one never seen.
 				s.deleteOther(k, c, n)
-				return
+				return -1
 			}
 			// The kernel's entry on this tuple is another one: the old
 			// connection left the table; what it owes goes out with the
@@ -349,7 +367,7 @@ func (s *Store) Update(c *Conn, now time.Time) {
 	if e.flags&flagGone != 0 && c.Type != MsgDelete {
 		// Destroyed: the destroy event's counters were final; a dump that
 		// met the entry on its way out adds nothing.
-		return
+		return i
 	}
 	event := c.Flags&nfnetlink.FlagMulti == 0 // dump replies are multipart; events are not
 	changed := false
@@ -415,6 +433,7 @@ func (s *Store) Update(c *Conn, now time.Time) {
 		// Back in the table after missing from a dump: not gone after all.
 		e.flags &^= flagEnded | flagAbsent
 	}
+	return i
 }
 
 // resume gives new entry i the state of c's connection if the memo

@@ -1,5 +1,7 @@
 package conntrack
 
+import "math"
+
 // This file holds the store's slots: allocation and eviction of the
 // stalest connection, the pending list of evicted connections' records,
 // the activity list, and the memo of evicted connections that lets one
@@ -177,6 +179,7 @@ func (s *Store) remove(i int32) {
 	delete(s.index, e.key)
 	s.unlink(i)
 	*e = entry{next: s.free}
+	s.due[i] = math.MaxInt64
 	s.free = i
 }
 

@@ -3,8 +3,10 @@ package nflog
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"unsafe"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/prefetch"
 )
 
 // Prefix IDs with a fixed meaning.
@@ -138,7 +140,7 @@ type DenyTable struct {
 	ahead      int32 // oldest record start
 	atail      int32
 	slots      []entry
-	index      []int32 // hash → slot, -1 empty
+	index      []ref // hash → slot
 	mask       uint64
 	free       int32 // free-slot list through next
 	head, tail int32 // stalest, freshest
@@ -161,10 +163,10 @@ func NewDenyTable(max int, idle int64, prefixes *Prefixes, emit func(*DenyFlow))
 	for size < 2*max {
 		size <<= 1
 	}
-	t := &DenyTable{idle: idle, slots: make([]entry, max), index: make([]int32, size), mask: uint64(size - 1),
+	t := &DenyTable{idle: idle, slots: make([]entry, max), index: make([]ref, size), mask: uint64(size - 1),
 		head: nilSlot, tail: nilSlot, ahead: nilSlot, atail: nilSlot, seed: rand.Uint64() | 1, prefixes: prefixes, emit: emit}
 	for i := range t.index {
-		t.index[i] = nilSlot
+		t.index[i] = ref{slot: nilSlot}
 	}
 	for i := range t.slots {
 		t.slots[i].next = int32(i + 1)
@@ -188,6 +190,14 @@ func maxInt(a, b int) int {
 // Len returns the number of deny flows held.
 func (t *DenyTable) Len() int { return t.n }
 
+// ref is an index position: a slot and the low 32 bits of its key's
+// hash (the index is at most 2^31 positions: they hold the home
+// position), so that probes and deletion shifts rarely read the slots.
+type ref struct {
+	slot int32 // nilSlot: empty
+	tag  uint32
+}
+
 // hash mixes the key's words (a multiply-xorshift; the seed varies per table).
 func (t *DenyTable) hashKey(k *DenyKey) uint64 {
 	h := t.seed
@@ -206,11 +216,12 @@ func (t *DenyTable) Add(k *DenyKey, ipLen uint32, now int64, p *Packet) {
 	h := t.hashKey(k)
 	i := h & t.mask
 	for {
-		s := t.index[i]
-		if s == nilSlot {
+		r := t.index[i]
+		if r.slot == nilSlot {
 			break
 		}
-		if e := &t.slots[s]; e.hash == h && e.key == *k {
+		if e := &t.slots[r.slot]; r.tag == uint32(h) && e.hash == h && e.key == *k {
+			s := r.slot
 			if e.packets == 0 { // first packet since an active export
 				e.first = now
 			}
@@ -235,7 +246,7 @@ func (t *DenyTable) Add(k *DenyKey, ipLen uint32, now int64, p *Packet) {
 	t.free = e.next
 	*e = entry{key: *k, hash: h, packets: 1, bytes: uint64(ipLen), first: now, last: now,
 		inIf: p.InDev, outIf: p.OutDev, mark: p.Mark, hook: p.Hook, since: now}
-	t.index[i] = s
+	t.index[i] = ref{slot: s, tag: uint32(h)}
 	t.pushTail(s)
 	t.pushActive(s)
 	t.n++
@@ -248,6 +259,11 @@ func (t *DenyTable) Add(k *DenyKey, ipLen uint32, now int64, p *Packet) {
 func (t *DenyTable) Expire(now int64) int {
 	n := 0
 	for t.head != nilSlot && now-t.slots[t.head].last >= t.idle {
+		if nx := t.slots[t.head].next; nx != nilSlot {
+			// The next flow's index position, which its removal reads:
+			// fetched while this one is exported.
+			prefetch.Line(uintptr(unsafe.Pointer(&t.index[t.slots[nx].hash&t.mask])))
+		}
 		if t.slots[t.head].packets > 0 {
 			n++
 		}
@@ -301,23 +317,23 @@ func (t *DenyTable) emitSlot(s int32, why EndReason) {
 // remove deletes slot s from the index (backward shift) and the list.
 func (t *DenyTable) remove(s int32) {
 	i := t.slots[s].hash & t.mask
-	for t.index[i] != s {
+	for t.index[i].slot != s {
 		i = (i + 1) & t.mask
 	}
 	for j := i; ; {
 		j = (j + 1) & t.mask
 		o := t.index[j]
-		if o == nilSlot {
+		if o.slot == nilSlot {
 			break
 		}
-		home := t.slots[o].hash & t.mask
+		home := uint64(o.tag) & t.mask
 		// o may move to i if its home is not in the cyclic range (i, j].
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 			t.index[i] = o
 			i = j
 		}
 	}
-	t.index[i] = nilSlot
+	t.index[i] = ref{slot: nilSlot}
 	t.unlink(s)
 	t.unlinkActive(s)
 	t.slots[s] = entry{next: t.free}
