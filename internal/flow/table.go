@@ -146,6 +146,9 @@ type Stats struct {
 type Table struct {
 	agg   *Aggregate // set during UpdateAggregate: the counts of the packet being applied
 	slots []slot     // open addressing, linear probing, no tombstones
+	// tags[i] is slots[i].tag, kept beside the slots so that a probe reads
+	// 16 tags per cache line and touches only the slot whose tag matches.
+	tags []uint32
 	// blocks counts the live flows in each run of blockSlots slots, kept on
 	// insert and remove only (never on a hit), so scans skip empty blocks:
 	// a mostly empty table costs a scan 1/6144 of its memory.
@@ -210,7 +213,7 @@ func NewTable(cfg Config, emit func(*Record)) (*Table, error) {
 		emitFn:   emit,
 		pktLimit: math.MaxUint32,
 	}
-	t.slots = allocSlots(n, t)
+	t.slots, t.tags = allocSlots(n, t)
 	t.blocks = make([]uint8, (n+blockSlots-1)/blockSlots)
 	t.minTimeout = t.idle // the linger is bounded by tcpEnd when a flow starts ending
 	if t.active > 0 {
@@ -290,16 +293,16 @@ func (t *Table) apply(p *Packet, w *keyWords, dir uint8, h uint32) {
 	pk, b, _ := t.counts(p)
 	t.stats.Packets += uint64(pk)
 	t.stats.Bytes += b
-	slots := t.slots
+	slots, tags := t.slots, t.tags
 	n := t.n
 	i := fastrange(h, n)
 	for {
-		s := &slots[i]
-		if s.tag == h && s.key.eq(w) { // tag first: rejects a mismatch without touching 40 key bytes
-			t.add(s, p, dir)
-			return
-		}
-		if s.tag == 0 {
+		if tg := tags[i]; tg == h { // tag first: rejects a mismatch without touching its slot
+			if s := &slots[i]; s.key.eq(w) {
+				t.add(s, p, dir)
+				return
+			}
+		} else if tg == 0 {
 			break
 		}
 		if i++; i == n {
@@ -380,6 +383,7 @@ func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
 	t.live++
 	t.blocks[i/blockSlots]++
 	t.stats.FlowsCreated++
+	t.tags[i] = h
 	t.initSlot(&t.slots[i], h, w, dir, p)
 }
 
@@ -444,11 +448,11 @@ func (t *Table) Cap() int { return t.max }
 // Stats returns a copy of the table's counters.
 func (t *Table) Stats() Stats { return t.stats }
 
-// SlotSize returns the bytes per slot (unsafe.Sizeof of the slot struct).
-func SlotSize() uintptr { return unsafe.Sizeof(slot{}) }
+// SlotSize returns the bytes per slot: the slot struct and its tag.
+func SlotSize() uintptr { return unsafe.Sizeof(slot{}) + unsafe.Sizeof(uint32(0)) }
 
-// MemoryBytes returns the bytes preallocated for slots. Bytes per flow is
-// MemoryBytes()/Cap().
+// MemoryBytes returns the bytes preallocated for slots and their tags.
+// Bytes per flow is MemoryBytes()/Cap().
 func (t *Table) MemoryBytes() int { return len(t.slots) * int(SlotSize()) }
 
 // Add adds o's counters to s (to sum the shards of several workers).

@@ -1,12 +1,20 @@
 package flow
 
-import "unsafe"
+import (
+	"unsafe"
 
-// prefetchDistance is how many packets ahead UpdateBatch hashes and
-// prefetches: enough to cover a memory miss (~100-200 ns) with the work of
-// applying the packets in between, few enough that the slots are still
-// cached when applied. A power of two (ring index by mask).
-const prefetchDistance = 32
+	"github.com/weir-dev/weir/internal/prefetch"
+)
+
+// prefetchDistance is how many packets ahead each stage of UpdateBatch runs:
+// enough to cover a memory miss (~100-200 ns) with the work of the packets
+// in between, few enough that the lines are still cached when used. A
+// power of two (ring index by mask).
+const prefetchDistance = 16
+
+// probeHint bounds the tag scan that picks the slot to prefetch; a longer
+// probe just goes unprefetched.
+const probeHint = 8
 
 // pending is a packet whose key is canonical and hashed, waiting to be
 // applied.
@@ -17,29 +25,56 @@ type pending struct {
 }
 
 // UpdateBatch is Update for each packet of ps, in order, with the same
-// result. It is software-pipelined: while packet i is applied, packet
-// i+16's key is made canonical and hashed and its home slot prefetched, so
-// the memory misses of a big table overlap with useful work instead of
-// stalling it one by one. It pays off when the table is much larger than
-// the CPU caches; for small tables Update is as fast. It does not allocate.
+// result. It is software-pipelined in three stages: packet i+2D's key is
+// made canonical and hashed and its home tags prefetched; packet i+D's tags
+// (now cached) are scanned for the slot it will probe to, which is
+// prefetched; packet i is applied. So the misses of a big table (one tag
+// line and one slot per packet, whatever the probe length) overlap with
+// useful work instead of stalling it one by one. The scan is only a hint:
+// apply probes again, so flows created or moved in between cost at most a
+// miss. It does not allocate.
 func (t *Table) UpdateBatch(ps []Packet) {
-	var ring [prefetchDistance]pending
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(t.slots)))
-	const size = unsafe.Sizeof(slot{})
-	ahead := min(len(ps), prefetchDistance)
-	for i := 0; i < ahead; i++ {
-		r := &ring[i]
-		r.dir = canonical(&ps[i].Key, &r.w)
-		r.h = t.hash(&r.w)
-		prefetchSlot(base + uintptr(fastrange(r.h, t.n))*size)
+	const d = prefetchDistance
+	var ring [4 * d]pending // entries i..i+2D are live
+	n := len(ps)
+	for i := 0; i < min(n, 2*d); i++ {
+		t.hashAhead(&ps[i], &ring[i])
+	}
+	for i := 0; i < min(n, d); i++ {
+		t.slotAhead(&ring[i])
 	}
 	for i := range ps {
-		r := &ring[i&(prefetchDistance-1)]
+		r := &ring[i&(4*d-1)]
 		t.apply(&ps[i], &r.w, r.dir, r.h)
-		if k := i + prefetchDistance; k < len(ps) { // reuse r's ring entry for packet k
-			r.dir = canonical(&ps[k].Key, &r.w)
-			r.h = t.hash(&r.w)
-			prefetchSlot(base + uintptr(fastrange(r.h, t.n))*size)
+		if k := i + 2*d; k < n {
+			t.hashAhead(&ps[k], &ring[k&(4*d-1)])
+		}
+		if k := i + d; k < n {
+			t.slotAhead(&ring[k&(4*d-1)])
 		}
 	}
+}
+
+// hashAhead makes p's key canonical and hashes it into r, and prefetches
+// the line of tags its probe starts on.
+func (t *Table) hashAhead(p *Packet, r *pending) {
+	r.dir = canonical(&p.Key, &r.w)
+	r.h = t.hash(&r.w)
+	prefetch.Line(uintptr(unsafe.Pointer(&t.tags[fastrange(r.h, t.n)])))
+}
+
+// slotAhead scans r's tags (prefetched by hashAhead) for the slot its probe
+// ends on, a match or the empty slot a new flow takes, and prefetches it.
+func (t *Table) slotAhead(r *pending) {
+	tags, n := t.tags, t.n
+	i := fastrange(r.h, n)
+	for range probeHint {
+		if tg := tags[i]; tg == r.h || tg == 0 {
+			break
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	prefetchSlot(uintptr(unsafe.Pointer(&t.slots[i])))
 }

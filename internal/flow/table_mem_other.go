@@ -2,5 +2,5 @@
 
 package flow
 
-// allocSlots returns n zeroed slots from the Go heap.
-func allocSlots(n int, _ *Table) []slot { return make([]slot, n) }
+// allocSlots returns n zeroed slots and their n zeroed tags from the Go heap.
+func allocSlots(n int, _ *Table) ([]slot, []uint32) { return make([]slot, n), make([]uint32, n) }

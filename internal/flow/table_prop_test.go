@@ -223,6 +223,14 @@ func TestChurnBackwardShift(t *testing.T) {
 func checkChains(t *testing.T, tb *Table) {
 	t.Helper()
 	n := tb.n
+	if len(tb.tags) != int(n) || len(tb.slots) != int(n) {
+		t.Fatalf("%d tags, %d slots, n %d", len(tb.tags), len(tb.slots), n)
+	}
+	for i := range tb.tags {
+		if tb.tags[i] != tb.slots[i].tag {
+			t.Fatalf("slot %d: tag index %#x, slot tag %#x", i, tb.tags[i], tb.slots[i].tag)
+		}
+	}
 	count := 0
 	for i := uint32(0); i < n; i++ {
 		if tb.slots[i].tag == 0 {
@@ -333,5 +341,110 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, func() { tb.UpdateBatch(pkts[:200]) }); a != 0 {
 		t.Errorf("UpdateBatch: %v allocs/op", a)
+	}
+}
+
+// TestTagIndexBatchChurn: random batches (UpdateBatch, chunks of 0 to 300
+// packets: shorter and longer than its pipeline), expiries and full-table
+// evictions, against a map of each conversation's packet and byte totals.
+// After every step each live flow is found and the tag index matches the
+// slots; at the end the records emitted sum to the model's totals. The big
+// table (over hugeMin) lives in its own mapping on Linux.
+func TestTagIndexBatchChurn(t *testing.T) {
+	for _, c := range []struct {
+		seed             uint64
+		maxFlows, keys   int
+		steps, checkEach int
+		idle             time.Duration
+	}{{1, 48, 200, 400, 1, 10 * time.Second}, {2, 1000, 3000, 400, 1, 10 * time.Second},
+		{3, 40_000, 60_000, 400, 100, time.Hour}} {
+		start := time.Now()
+		rng := rand.New(rand.NewPCG(c.seed, 99))
+		type tot struct{ pkts, bytes uint64 }
+		model, got := map[Key]tot{}, map[Key]tot{}
+		live, evicted := map[Key]bool{}, map[Key]bool{}
+		canon := func(k Key) Key {
+			if !k.srcLess() {
+				return k.Reverse()
+			}
+			return k
+		}
+		tb, err := NewTable(Config{MaxFlows: c.maxFlows, IdleTimeout: c.idle, HashSeed: c.seed},
+			func(r *Record) {
+				k := canon(r.Key)
+				if r.EndReason != ReasonActive {
+					if !live[k] && !evicted[k] { // evicted: one the batch running brought back
+						t.Fatalf("emitted a flow not live: %+v", r)
+					}
+					delete(live, k)
+					evicted[k] = true
+				}
+				g := got[k]
+				got[k] = tot{g.pkts + r.Packets + r.RevPackets, g.bytes + r.Bytes + r.RevBytes}
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.maxFlows == 40_000 && tb.MemoryBytes() < hugeMin {
+			t.Fatalf("table of %d B: not past hugeMin", tb.MemoryBytes())
+		}
+		now := int64(0)
+		pkts := make([]Packet, 300)
+		for step := 0; step < c.steps; step++ {
+			if rng.IntN(8) == 0 {
+				now += int64(sec)
+				tb.Expire(now)
+			}
+			n := rng.IntN(len(pkts) + 1)
+			for i := range pkts[:n] {
+				k := mkKey("10.0.0.1", uint16(rng.IntN(c.keys)), "10.0.0.2", uint16(7+rng.IntN(2)), ProtoUDP)
+				if rng.IntN(2) == 0 {
+					k = k.Reverse()
+				}
+				pkts[i] = Packet{Key: k, Time: now - rng.Int64N(int64(5*sec)), Length: uint32(1 + rng.IntN(1500))}
+				ck := canon(k)
+				m := model[ck]
+				model[ck] = tot{m.pkts + 1, m.bytes + uint64(pkts[i].Length)}
+			}
+			// Each flow of the batch is live while the batch runs; one the
+			// batch's full evictions removed (emitted) is live again only
+			// if a later packet of the batch brought it back.
+			clear(evicted)
+			for i := range pkts[:n] {
+				live[canon(pkts[i].Key)] = true
+			}
+			tb.UpdateBatch(pkts[:n])
+			for k := range evicted {
+				if tb.lookup(&k) != nil {
+					live[k] = true
+				}
+			}
+			if step%c.checkEach != 0 {
+				continue
+			}
+			if tb.Len() != len(live) {
+				t.Fatalf("seed %d step %d: Len %d, model %d", c.seed, step, tb.Len(), len(live))
+			}
+			for k := range live {
+				if tb.lookup(&k) == nil {
+					t.Fatalf("seed %d step %d: live flow %v lost", c.seed, step, k.SrcPort)
+				}
+			}
+			checkChains(t, tb)
+		}
+		tb.Flush(ReasonEOF)
+		checkChains(t, tb)
+		if len(got) != len(model) {
+			t.Fatalf("seed %d: records for %d conversations, model has %d", c.seed, len(got), len(model))
+		}
+		for k, m := range model {
+			if got[k] != m {
+				t.Fatalf("seed %d: %v: records sum to %+v, model %+v", c.seed, k, got[k], m)
+			}
+		}
+		if st := tb.Stats(); st.Evicted[ReasonFull] == 0 {
+			t.Errorf("seed %d: no full evictions: %+v", c.seed, st)
+		}
+		t.Logf("seed %d: %d flows: %v", c.seed, c.maxFlows, time.Since(start))
 	}
 }

@@ -84,7 +84,7 @@ func fastrange(h, n uint32) uint32 { return uint32(uint64(h) * uint64(n) >> 32) 
 // counters and times after; 96 bytes in all.
 type slot struct {
 	key   keyWords  // canonical key
-	tag   uint32    // hash(key), never 0 when live; 0 = empty slot
+	tag   uint32    // hash(key), never 0 when live; 0 = empty slot (mirrored in Table.tags, which probes read)
 	pkts  [2]uint32 // per canonical sender: [0] lower endpoint, [1] upper
 	iface uint16    // Packet.Iface of the flow's first packet
 	flags [2]uint8  // OR of TCP flags per canonical sender
@@ -111,7 +111,7 @@ const blockSlots = 64
 // emptyFor returns the first empty slot on h's probe sequence.
 func (t *Table) emptyFor(h uint32) uint32 {
 	i := fastrange(h, t.n)
-	for t.slots[i].tag != 0 {
+	for t.tags[i] != 0 {
 		if i++; i == t.n {
 			i = 0
 		}
@@ -126,11 +126,11 @@ func (t *Table) lookup(k *Key) *slot {
 	canonical(k, &w)
 	h := t.hash(&w)
 	for i := fastrange(h, t.n); ; {
-		s := &t.slots[i]
-		if s.tag == h && s.key.eq(&w) {
-			return s
-		}
-		if s.tag == 0 {
+		if tg := t.tags[i]; tg == h {
+			if s := &t.slots[i]; s.key.eq(&w) {
+				return s
+			}
+		} else if tg == 0 {
 			return nil
 		}
 		if i++; i == t.n {
@@ -151,11 +151,11 @@ func (t *Table) remove(i uint32) {
 		if j++; j == n {
 			j = 0
 		}
-		s := &t.slots[j]
-		if s.tag == 0 {
+		tag := t.tags[j]
+		if tag == 0 {
 			break
 		}
-		home := fastrange(s.tag, n) // tag is the hash: no rehash needed to find home
+		home := fastrange(tag, n) // tag is the hash: no rehash needed to find home
 		// s may fill hole i unless its home lies cyclically in (i, j].
 		var stay bool
 		if i <= j {
@@ -164,21 +164,23 @@ func (t *Table) remove(i uint32) {
 			stay = i < home || home <= j
 		}
 		if !stay {
-			t.slots[i] = *s
+			t.slots[i] = t.slots[j]
+			t.tags[i] = tag
 			t.blocks[i/blockSlots]++
 			t.blocks[j/blockSlots]--
 			i = j
 		}
 	}
 	t.slots[i].tag = 0
+	t.tags[i] = 0
 }
 
 // firstEmpty returns the index of an empty slot. A sweep that starts just
 // after it never sees a probe cluster wrap past its start, so backward
 // shifts during the sweep only move slots it has not visited yet.
 func (t *Table) firstEmpty() uint32 {
-	for i := range t.slots {
-		if t.slots[i].tag == 0 {
+	for i, tag := range t.tags {
+		if tag == 0 {
 			return uint32(i)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 const sec = int64(time.Second)
@@ -56,13 +57,14 @@ func checkRec(t *testing.T, got Record, want Record) {
 }
 
 func TestSlotLayout(t *testing.T) {
-	if SlotSize() != 96 {
-		t.Fatalf("SlotSize = %d, want 96", SlotSize())
+	// A 96-byte slot and its 4-byte tag in Table.tags.
+	if unsafe.Sizeof(slot{}) != 96 || SlotSize() != 100 {
+		t.Fatalf("slot %d B, SlotSize = %d; want 96, 100", unsafe.Sizeof(slot{}), SlotSize())
 	}
 	tb, _ := newTable(t, Config{MaxFlows: 3000})
 	// 3000 + 3000/3 + 1 = 4001 slots: load factor ≤ 0.75, linear in MaxFlows.
-	if got := tb.MemoryBytes(); got != 4001*96 {
-		t.Fatalf("MemoryBytes = %d, want %d", got, 4001*96)
+	if got := tb.MemoryBytes(); got != 4001*100 || len(tb.tags) != 4001 || len(tb.slots) != 4001 {
+		t.Fatalf("MemoryBytes = %d, want %d (%d slots, %d tags)", got, 4001*100, len(tb.slots), len(tb.tags))
 	}
 }
 
