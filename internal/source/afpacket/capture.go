@@ -60,18 +60,18 @@ const (
 
 // ErrNoInterface is returned by Run when an interface named explicitly in
 // the selector does not exist when capture starts.
-var ErrNoInterface = errors.New("live: no such interface")
+var ErrNoInterface = errors.New("afpacket: no such interface")
 
 func (cfg Config) normalize() (Config, error) {
 	c := cfg
 	if c.Select == nil {
-		return c, errors.New("live: Config.Select is nil")
+		return c, errors.New("afpacket: Config.Select is nil")
 	}
 	if c.Workers == 0 {
 		c.Workers = 1
 	}
 	if c.Workers < 1 || c.Workers > MaxWorkers {
-		return c, fmt.Errorf("live: Workers %d out of range 1..%d", c.Workers, MaxWorkers)
+		return c, fmt.Errorf("afpacket: Workers %d out of range 1..%d", c.Workers, MaxWorkers)
 	}
 	if c.Tick <= 0 {
 		c.Tick = time.Second
@@ -86,7 +86,7 @@ func (cfg Config) normalize() (Config, error) {
 		c.Netns = func(fn func() error) error { return fn() }
 	}
 	if c.Table.MaxFlows < 1 {
-		return c, fmt.Errorf("live: Table.MaxFlows %d must be at least 1", c.Table.MaxFlows)
+		return c, fmt.Errorf("afpacket: Table.MaxFlows %d must be at least 1", c.Table.MaxFlows)
 	}
 	c.Table.MaxFlows = (c.Table.MaxFlows + c.Workers - 1) / c.Workers
 	c.Table.DedupIfaces = true

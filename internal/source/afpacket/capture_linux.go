@@ -97,7 +97,7 @@ func (c *Capture) run(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("live: interfaces: %w", err)
+		return fmt.Errorf("afpacket: interfaces: %w", err)
 	}
 	defer watcher.Close()
 	c.watcher = watcher
@@ -166,7 +166,7 @@ loop:
 			break loop
 		case err := <-watchErr:
 			if !errors.Is(err, netdev.ErrClosed) {
-				runErr = fmt.Errorf("live: watching interfaces: %w", err)
+				runErr = fmt.Errorf("afpacket: watching interfaces: %w", err)
 			}
 			break loop
 		case ev := <-events:
@@ -232,7 +232,7 @@ func (c *Capture) consider(l netdev.Link) error {
 		var err error
 		if prog, err = c.cfg.Filter(l); err != nil {
 			c.openFails.Add(1)
-			return fmt.Errorf("live: filter for %s: %w", l.Name, err)
+			return fmt.Errorf("afpacket: filter for %s: %w", l.Name, err)
 		}
 	}
 	srcs := make([]*Source, 0, len(c.workers))
@@ -256,7 +256,7 @@ func (c *Capture) consider(l netdev.Link) error {
 				_ = s.Close()
 			}
 			c.openFails.Add(1)
-			return fmt.Errorf("live: open %s (worker %d): %w", l.Name, i, err)
+			return fmt.Errorf("afpacket: open %s (worker %d): %w", l.Name, i, err)
 		}
 		srcs = append(srcs, s)
 	}

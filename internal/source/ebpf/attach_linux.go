@@ -60,7 +60,7 @@ func (s *Source) attach() error {
 			}
 			// Subscribed before listing: no interface slips between the two.
 			if n.watcher, err = netdev.Watch(); err != nil {
-				return fmt.Errorf("kflow: watching interfaces: %w", err)
+				return fmt.Errorf("ebpf: watching interfaces: %w", err)
 			}
 			for _, l := range n.watcher.Initial() {
 				if err := s.attachIface(i, l); err != nil {
@@ -88,7 +88,7 @@ func (s *Source) forward(ns int, w *netdev.Watcher) {
 			ev = netdev.Event{} // some changes were lost: re-list
 		} else if err != nil {
 			if !errors.Is(err, netdev.ErrClosed) {
-				s.cfg.Logf("kflow: watching interfaces stopped: %v", err)
+				s.cfg.Logf("ebpf: watching interfaces stopped: %v", err)
 			}
 			return
 		}
@@ -111,7 +111,7 @@ func (s *Source) linkEvent(e nsEvent) {
 	case l.Index == 0:
 		links, err := n.watcher.List()
 		if err != nil {
-			s.cfg.Logf("kflow: re-listing interfaces: %v", err)
+			s.cfg.Logf("ebpf: re-listing interfaces: %v", err)
 			return
 		}
 		have := map[int]bool{}
@@ -180,15 +180,15 @@ func (s *Source) attachIface(ns int, l netdev.Link) error {
 			}
 			if !errors.Is(err, ebpf.ErrNotSupported) || s.cfg.Attach == AttachTCX {
 				closeAll(s.cfg.Logf, links)
-				return fmt.Errorf("kflow: attaching to %s: %w", l.Name, err)
+				return fmt.Errorf("ebpf: attaching to %s: %w", l.Name, err)
 			}
-			s.cfg.Logf("kflow: no TCX in this kernel: attaching with clsact filters")
+			s.cfg.Logf("ebpf: no TCX in this kernel: attaching with clsact filters")
 			s.tc = true
 		}
 		f, err := attachTC(l.Index, a.p, a.egress, "weir")
 		if err != nil {
 			closeAll(s.cfg.Logf, links)
-			return fmt.Errorf("kflow: attaching a clsact filter to %s: %w", l.Name, err)
+			return fmt.Errorf("ebpf: attaching a clsact filter to %s: %w", l.Name, err)
 		}
 		links = append(links, f)
 	}
@@ -237,7 +237,7 @@ func (s *Source) countIfaces() {
 func closeAll(logf func(string, ...any), cs []io.Closer) {
 	for i := len(cs) - 1; i >= 0; i-- {
 		if err := cs[i].Close(); err != nil {
-			logf("kflow: detaching: %v", err)
+			logf("ebpf: detaching: %v", err)
 		}
 	}
 }

@@ -26,15 +26,15 @@ type jiffyClock struct {
 // init sets the clock up and reads it once.
 func (c *jiffyClock) init(prog *ebpf.Program, j, ns *ebpf.Variable) error {
 	if prog == nil || j == nil || ns == nil {
-		return fmt.Errorf("kflow: the clock program or its variables are missing")
+		return fmt.Errorf("ebpf: the clock program or its variables are missing")
 	}
 	var ts unix.Timespec
 	if err := unix.ClockGetres(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
-		return fmt.Errorf("kflow: the tick length: %w", err)
+		return fmt.Errorf("ebpf: the tick length: %w", err)
 	}
 	c.prog, c.j, c.ns, c.tick = prog, j, ns, ts.Nano()
 	if c.tick <= 0 {
-		return fmt.Errorf("kflow: the coarse clock's resolution is %v", ts)
+		return fmt.Errorf("ebpf: the coarse clock's resolution is %v", ts)
 	}
 	c.testData = make([]byte, 14) // an Ethernet header: the least a tc test run takes
 	return c.read()
@@ -43,14 +43,14 @@ func (c *jiffyClock) init(prog *ebpf.Program, j, ns *ebpf.Variable) error {
 // read runs weir_clock and keeps both readings.
 func (c *jiffyClock) read() error {
 	if _, err := c.prog.Run(&ebpf.RunOptions{Data: c.testData}); err != nil {
-		return fmt.Errorf("kflow: reading the kernel's clocks: %w", err)
+		return fmt.Errorf("ebpf: reading the kernel's clocks: %w", err)
 	}
 	var ns uint64
 	if err := c.j.Get(&c.atJ); err != nil {
-		return fmt.Errorf("kflow: reading the kernel's clocks: %w", err)
+		return fmt.Errorf("ebpf: reading the kernel's clocks: %w", err)
 	}
 	if err := c.ns.Get(&ns); err != nil {
-		return fmt.Errorf("kflow: reading the kernel's clocks: %w", err)
+		return fmt.Errorf("ebpf: reading the kernel's clocks: %w", err)
 	}
 	c.atNs = int64(ns)
 	return nil

@@ -21,7 +21,7 @@ func (s *Source) evict(reason int) error {
 	// Updating a map-in-map slot waits for running programs: after this,
 	// no program holds old.
 	if err := s.active.Update(uint32(0), next, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("kflow: swapping the flow map: %w", err)
+		return fmt.Errorf("ebpf: swapping the flow map: %w", err)
 	}
 	s.cur = 1 - s.cur
 	swap := time.Since(start)
@@ -97,7 +97,7 @@ func (s *Source) drain(m *ebpf.Map) (int, error) {
 			break
 		}
 		if err != nil {
-			err = fmt.Errorf("kflow: draining the flow map: %w", err)
+			err = fmt.Errorf("ebpf: draining the flow map: %w", err)
 			break
 		}
 	}

@@ -59,11 +59,11 @@ type pendingDrop struct {
 func dropReasonNames() (map[uint16]string, uint32, error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return nil, 0, fmt.Errorf("kflow: the kernel's BTF: %w", err)
+		return nil, 0, fmt.Errorf("ebpf: the kernel's BTF: %w", err)
 	}
 	var e *btf.Enum
 	if err := spec.TypeByName("skb_drop_reason", &e); err != nil {
-		return nil, 0, fmt.Errorf("kflow: this kernel names no drop reasons (skb_drop_reason): %w", err)
+		return nil, 0, fmt.Errorf("ebpf: this kernel names no drop reasons (skb_drop_reason): %w", err)
 	}
 	names := make(map[uint16]string, len(e.Values))
 	consumed := uint32(0xffffffff)
@@ -98,7 +98,7 @@ func (s *Source) attachDrops() error {
 	}
 	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "kfree_skb", Program: p})
 	if err != nil {
-		return fmt.Errorf("kflow: attaching to the kfree_skb tracepoint (drop reasons need Linux 5.17+): %w", err)
+		return fmt.Errorf("ebpf: attaching to the kfree_skb tracepoint (drop reasons need Linux 5.17+): %w", err)
 	}
 	s.links = append(s.links, l)
 	return nil
@@ -110,7 +110,7 @@ func (s *Source) watch(netns uint64) error {
 		return nil
 	}
 	if err := s.coll.Maps["watched"].Update(netns, uint8(1), ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("kflow: watching a namespace's drops: %w", err)
+		return fmt.Errorf("ebpf: watching a namespace's drops: %w", err)
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ type Netns struct {
 const DefaultRingSize = 1 << 20
 
 // ErrConfig wraps configuration errors.
-var ErrConfig = errors.New("kflow: bad configuration")
+var ErrConfig = errors.New("ebpf: bad configuration")
 
 func (cfg Config) normalize() (Config, error) {
 	c := cfg

@@ -94,7 +94,7 @@ func (s *Source) readRing() error {
 				return nil
 			}
 		default:
-			return fmt.Errorf("kflow: reading the overflow ring: %w", err)
+			return fmt.Errorf("ebpf: reading the overflow ring: %w", err)
 		}
 	}
 }

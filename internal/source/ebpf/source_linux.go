@@ -112,7 +112,7 @@ func load(cfg Config) (*Source, error) {
 	}
 	for name, v := range map[string]uint32{"sampling": uint32(c.Sampling), "sample_flows": b2u(c.SampleFlows), "overflow_ring": b2u(c.RingSize > 0)} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("kflow: setting %s: %w", name, err)
+			return nil, fmt.Errorf("ebpf: setting %s: %w", name, err)
 		}
 	}
 	if c.carry == (carry{}) {
@@ -120,7 +120,7 @@ func load(cfg Config) (*Source, error) {
 	}
 	for name, v := range map[string]uint64{"carry_packets": c.carry.packets, "carry_bytes": c.carry.bytes} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("kflow: setting %s: %w", name, err)
+			return nil, fmt.Errorf("ebpf: setting %s: %w", name, err)
 		}
 	}
 	if c.RingSize > 0 {
@@ -137,7 +137,7 @@ func load(cfg Config) (*Source, error) {
 			return nil, err
 		}
 		if err := spec.Variables["drop_skip"].Set(consumed); err != nil {
-			return nil, fmt.Errorf("kflow: setting drop_skip: %w", err)
+			return nil, fmt.Errorf("ebpf: setting drop_skip: %w", err)
 		}
 		s.drops.names, s.drops.held = names, map[flow.Key]*heldDrop{}
 	} else {
@@ -153,23 +153,23 @@ func load(cfg Config) (*Source, error) {
 	s.sp.init(min(c.MaxFlows, maxSpill), c.carry)
 	s.coll, err = ebpf.NewCollection(spec)
 	if err != nil {
-		return nil, fmt.Errorf("kflow: loading the programs: %w", err)
+		return nil, fmt.Errorf("ebpf: loading the programs: %w", err)
 	}
 	s.active, s.counters = s.coll.Maps["active"], s.coll.Maps["counters"]
 	for i := range s.maps {
 		if s.maps[i], err = ebpf.NewMap(flows); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("kflow: creating a flow map of %d entries: %w", c.MaxFlows, err)
+			return nil, fmt.Errorf("ebpf: creating a flow map of %d entries: %w", c.MaxFlows, err)
 		}
 	}
 	if err := s.active.Update(uint32(0), s.maps[0], ebpf.UpdateAny); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("kflow: setting the active map: %w", err)
+		return nil, fmt.Errorf("ebpf: setting the active map: %w", err)
 	}
 	if c.RingSize > 0 {
 		if s.ring, err = ringbuf.NewReader(s.coll.Maps["overflow"]); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("kflow: opening the overflow ring: %w", err)
+			return nil, fmt.Errorf("ebpf: opening the overflow ring: %w", err)
 		}
 	}
 	tc := c.Table
@@ -240,7 +240,7 @@ func netnsCookie() (uint64, error) {
 	defer unix.Close(fd)
 	v, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
 	if err != nil {
-		return 0, fmt.Errorf("kflow: SO_NETNS_COOKIE: %w", err)
+		return 0, fmt.Errorf("ebpf: SO_NETNS_COOKIE: %w", err)
 	}
 	return v, nil
 }
@@ -363,7 +363,7 @@ func (s *Source) flush() {
 		return
 	}
 	if err := s.out.Write(s.batch); err != nil {
-		s.cfg.Logf("kflow: sink: %v", err)
+		s.cfg.Logf("ebpf: sink: %v", err)
 	}
 	s.mu.Lock()
 	s.stats.Records += uint64(len(s.batch))

@@ -126,7 +126,7 @@ type Config struct {
 }
 
 // ErrListen wraps listen address errors.
-var ErrListen = errors.New("collector: bad listen address")
+var ErrListen = errors.New("ipfixrecv: bad listen address")
 
 // Collector receives flow export messages. Create it with New, run it with
 // Run.
@@ -237,7 +237,7 @@ func (c *Collector) listen(s string) error {
 			}
 			conn, err := listenUDP(host, c.cfg.ReadBuffer)
 			if err != nil {
-				return fmt.Errorf("collector: %s: %w", s, err)
+				return fmt.Errorf("ipfixrecv: %s: %w", s, err)
 			}
 			c.udp = append(c.udp, conn)
 		}
@@ -247,7 +247,7 @@ func (c *Collector) listen(s string) error {
 		}
 		l, err := net.Listen("tcp", u.Host)
 		if err != nil {
-			return fmt.Errorf("collector: %s: %w", s, err)
+			return fmt.Errorf("ipfixrecv: %s: %w", s, err)
 		}
 		ln := listener{Listener: l}
 		if u.Scheme == "tls" {

@@ -176,7 +176,7 @@ func TestHostileLayout(t *testing.T) {
 
 	if cs.SocketDrops != 0 || cs.Errors != [ipfix.NumDecodeErrors]uint64{} || cs.ClockSkew != uint64(skewed) ||
 		cs.NamesRefused != uint64(refused) || cs.OtherIfaceExporter != uint64(perExporter) || cs.NamesSanitised == 0 {
-		t.Errorf("collector: %+v\nwant %d skewed, %d names refused, %d over the exporter's names", cs, skewed, refused, perExporter)
+		t.Errorf("ipfixrecv: %+v\nwant %d skewed, %d names refused, %d over the exporter's names", cs, skewed, refused, perExporter)
 	}
 	r, err := store.OpenReadOnly(dir)
 	if err != nil {
