@@ -19,10 +19,11 @@ const (
 
 // AggregatorStats are an Aggregator's counters.
 type AggregatorStats struct {
-	Messages uint64             // NFLOG packet messages handed to Message
-	Packets  uint64             // packets counted into deny flows
-	Errors   [NumReasons]uint64 // messages rejected, per Reason
-	SeqGaps  uint64             // messages the kernel numbered but never delivered (NFULNL_CFG_F_SEQ)
+	Messages  uint64             // NFLOG packet messages handed to Message
+	Packets   uint64             // packets counted into deny flows
+	Errors    [NumReasons]uint64 // messages rejected, per Reason
+	SeqGaps   uint64             // messages the kernel numbered but never delivered (NFULNL_CFG_F_SEQ)
+	PrefixCut uint64             // log prefixes longer than MaxPrefixLen, cut to it
 }
 
 // Aggregator turns NFLOG messages into deny flows: decode the message,
@@ -35,7 +36,6 @@ type Aggregator struct {
 	Prefixes Prefixes
 	Table    *DenyTable
 
-	dec     Decoder
 	pdec    *packet.Decoder
 	p       Packet
 	fp      flow.Packet
@@ -67,7 +67,7 @@ func (a *Aggregator) Message(msg []byte, now int64) error {
 	a.Stats.Messages++
 	r, cut := decode(&a.p, msg)
 	if cut {
-		a.dec.PrefixCut++
+		a.Stats.PrefixCut++
 	}
 	if r != ReasonNone {
 		a.Stats.Errors[r]++

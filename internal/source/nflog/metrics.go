@@ -16,6 +16,7 @@ var (
 	mFlows    = gauge("weir_nflog_deny_flows", "Deny flows held, by group.", "group")
 	mRecords  = counter("weir_nflog_records_total", "Deny-flow records handed to the sinks, by group.", "group")
 	mEvicted  = counter("weir_nflog_evicted_flows_total", "Deny flows exported early because the group's table was full, by group.", "group")
+	mCut      = counter("weir_nflog_prefix_cuts_total", "Log prefixes longer than 64 bytes cut to 64 (the records' rule is the cut prefix), by group.", "group")
 )
 
 func counter(name, help string, labels ...string) *metrics.Desc {
@@ -33,7 +34,7 @@ type collector struct{ stats func() []GroupStats }
 
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mMessages, mPackets, mRejected, mGaps, mOverruns, mFlows, mRecords, mEvicted}
+	return []*metrics.Desc{mMessages, mPackets, mRejected, mGaps, mOverruns, mFlows, mRecords, mEvicted, mCut}
 }
 
 // Collect writes the current values.
@@ -50,5 +51,6 @@ func (c *collector) Collect(w *metrics.Writer) {
 		w.Sample(mFlows, float64(g.Flows), grp)
 		w.Sample(mRecords, float64(g.Exported), grp)
 		w.Sample(mEvicted, float64(g.Evicted), grp)
+		w.Sample(mCut, float64(g.Aggregator.PrefixCut), grp)
 	}
 }

@@ -5,11 +5,13 @@ package nflog
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
+	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/sink"
 	"github.com/weir-dev/weir/internal/testhost"
 )
@@ -18,17 +20,20 @@ import (
 // drop UDP to two ports (IPv4 and IPv6) and log them with prefixes, and
 // checks the records: one per dropped flow, verdict deny, the prefix
 // without its trailing space as the rule, B's interface, exact packets
-// and IP bytes, nothing counted the other way.
+// and IP bytes, nothing counted the other way. A 100-byte prefix is cut
+// to MaxPrefixLen, and the cuts show in the metrics and --stats.
 func TestSourceDeny(t *testing.T) {
 	testhost.Skip(t)
 	nft := testhost.Need(t, "nft", "nftables")
 	pr := testhost.NewPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	longPrefix := "deny-c-" + strings.Repeat("z", 93) // 100 bytes: more than MaxPrefixLen
 	rules := `add table inet weirdeny
 add chain inet weirdeny in { type filter hook input priority 0 ; }
 add rule inet weirdeny in udp dport 7001 log prefix "deny-a " group 7 drop
-add rule inet weirdeny in udp dport 7002 log prefix "deny-b" group 8 drop`
+add rule inet weirdeny in udp dport 7002 log prefix "deny-b" group 8 drop
+add rule inet weirdeny in udp dport 7003 log prefix "` + longPrefix + `" group 8 drop`
 	if out, err := pr.B.Exec(ctx, nft, rules); err != nil {
 		t.Fatalf("nft: %v: %s", err, out)
 	}
@@ -61,6 +66,7 @@ add rule inet weirdeny in udp dport 7002 log prefix "deny-b" group 8 drop`
 		{dst: pr.B.Addr4, dport: 7001, n: 9, size: 200, rule: "deny-a", ipHeader: 20},
 		{dst: pr.B.Addr6, dport: 7001, n: 4, size: 1200, rule: "deny-a", ipHeader: 40},
 		{dst: pr.B.Addr4, dport: 7002, n: 3, size: 10, rule: "deny-b", ipHeader: 20},
+		{dst: pr.B.Addr4, dport: 7003, n: 5, size: 10, rule: longPrefix[:MaxPrefixLen], ipHeader: 20},
 	}
 	for _, w := range wants {
 		w.sport = testhost.SendDatagrams(t, pr.A, netip.AddrPortFrom(w.dst, w.dport), w.n, w.size)
@@ -94,5 +100,20 @@ add rule inet weirdeny in udp dport 7002 log prefix "deny-b" group 8 drop`
 		if g.Socket.ENOBUFS != 0 || g.Aggregator.SeqGaps != 0 || g.Flows != 0 || g.Exported == 0 {
 			t.Errorf("group stats %+v", g)
 		}
+	}
+	reg := metrics.NewRegistry()
+	if err := reg.Register(s.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	var m, st strings.Builder
+	reg.WriteTo(&m)
+	for _, l := range []string{`weir_nflog_prefix_cuts_total{group="7"} 0`, `weir_nflog_prefix_cuts_total{group="8"} 5`} {
+		if !strings.Contains(m.String(), l+"\n") {
+			t.Errorf("metrics lack %s:\n%s", l, m.String())
+		}
+	}
+	s.WriteStats(&st)
+	if want := "nflog       group 8: 8 packets in 2 deny-flow records, 0 rejected, 0 lost (gaps 0, overruns 0), 5 prefixes cut to 64 bytes\n"; !strings.Contains(st.String(), want) {
+		t.Errorf("--stats:\n%s\nwant the line\n%s", st.String(), want)
 	}
 }
