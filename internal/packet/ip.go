@@ -125,7 +125,7 @@ func (d *Decoder) zeroLength4(b []byte, hl, frame int) int {
 		d.fail(ReasonTruncatedIPv4)
 		return 0
 	}
-	if frame > math.MaxUint32 { // a bogus wire length: Length could not hold it
+	if uint64(frame) > math.MaxUint32 { // a bogus wire length: Length could not hold it (uint64: int may be 32 bits)
 		d.fail(ReasonIPLengthExceedsFrame)
 		return 0
 	}
@@ -163,7 +163,7 @@ func (d *Decoder) ipv6(data []byte, off, wireLen int, p *flow.Packet) bool {
 			return d.fail(ReasonZeroIPLength)
 		}
 	}
-	if (wireLen > 0 && ipLen > wireLen-off) || ipLen > math.MaxUint32 {
+	if (wireLen > 0 && ipLen > wireLen-off) || uint64(ipLen) > math.MaxUint32 { // uint64: int may be 32 bits
 		return d.fail(ReasonIPLengthExceedsFrame)
 	}
 	k := &p.Key

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -175,7 +176,7 @@ func ParseURL(s string) (*Config, error) {
 	if err := num("buffer-records", &c.BufferRecords, 1, maxBufferRecords); err != nil {
 		return bad("%v", err)
 	}
-	if err := num("buffer-bytes", &c.BufferBytes, 1<<16, 1<<34); err != nil {
+	if err := num("buffer-bytes", &c.BufferBytes, 1<<16, min(1<<34, math.MaxInt)); err != nil { // 16 GiB, or what a 32-bit int holds
 		return bad("%v", err)
 	}
 	dur := func(k string, dst *time.Duration, hi time.Duration) error {

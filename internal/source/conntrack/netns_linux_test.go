@@ -126,3 +126,33 @@ func TestSourceTrackedQuiet(t *testing.T) {
 
 // sprintf is fmt.Sprintf.
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestSNMPValue: counters found by name in /proc/net/snmp's header and
+// value line pairs and in /proc/net/snmp6's name value lines; missing or
+// malformed ones are 0.
+func TestSNMPValue(t *testing.T) {
+	snmp := []byte("Ip: Forwarding DefaultTTL InReceives ForwDatagrams\nIp: 1 64 100 7\n" +
+		"Tcp: RtoAlgorithm CurrEstab InSegs OutSegs\nTcp: 1 3 40 50\nUdp: InDatagrams NoPorts OutDatagrams\nUdp: 9 2 11\n" +
+		"UdpLite: InDatagrams\nUdpLite: x\n")
+	for _, c := range []struct {
+		sect, name string
+		want       uint64
+	}{
+		{"Ip", "ForwDatagrams", 7}, {"Tcp", "CurrEstab", 3}, {"Tcp", "InSegs", 40}, {"Tcp", "OutSegs", 50},
+		{"Udp", "InDatagrams", 9}, {"Udp", "OutDatagrams", 11}, {"UdpLite", "InDatagrams", 0}, {"Icmp", "InMsgs", 0},
+		{"Tcp", "Nope", 0},
+	} {
+		if got := snmpValue(snmp, c.sect, c.name); got != c.want {
+			t.Errorf("%s %s: %d, want %d", c.sect, c.name, got, c.want)
+		}
+	}
+	if got := snmpValue([]byte("Tcp: CurrEstab InSegs\n"), "Tcp", "InSegs"); got != 0 {
+		t.Errorf("header without values: %d", got)
+	}
+	snmp6 := []byte("Ip6InReceives                   \t12\nUdp6InDatagrams 5\nUdp6OutDatagrams 6\nIp6OutForwDatagrams bad\n")
+	for name, want := range map[string]uint64{"Udp6InDatagrams": 5, "Udp6OutDatagrams": 6, "Ip6OutForwDatagrams": 0, "Ip6InReceives": 12, "X": 0} {
+		if got := snmp6Value(snmp6, name); got != want {
+			t.Errorf("%s: %d, want %d", name, got, want)
+		}
+	}
+}

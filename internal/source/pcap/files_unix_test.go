@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +43,14 @@ func pipe(t *testing.T, blocking bool) (r, w *os.File) {
 		return r, w
 	}
 	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+	syscall.ForkLock.RLock() // pipe then close-on-exec: no Pipe2 on darwin; no exec in between
+	err := unix.Pipe(fds[:])
+	if err == nil {
+		unix.CloseOnExec(fds[0])
+		unix.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return os.NewFile(uintptr(fds[0]), "pipe-r"), os.NewFile(uintptr(fds[1]), "pipe-w")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/weir-dev/weir/internal/packet"
 )
@@ -21,7 +22,7 @@ func checkPacket(wireLen int, data []byte) error {
 	if len(data) > MaxPacketLen {
 		return fmt.Errorf("%w: %d captured bytes, more than %d", ErrBadPacket, len(data), MaxPacketLen)
 	}
-	if wireLen < len(data) || wireLen > 1<<32-1 {
+	if wireLen < len(data) || uint64(wireLen) > math.MaxUint32 { // uint64: int may be 32 bits
 		return fmt.Errorf("%w: wire length %d with %d captured bytes", ErrBadPacket, wireLen, len(data))
 	}
 	return nil

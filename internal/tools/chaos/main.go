@@ -121,7 +121,7 @@ func main() {
 			_ = p.cmd.Process.Kill() // it may have exited already
 		}
 		for _, m := range mounts {
-			_ = syscall.Unmount(m, syscall.MNT_DETACH)
+			_ = unmountLazy(m)
 		}
 		results := doneSoFar
 		cleanMu.Unlock()

@@ -199,14 +199,14 @@ func caseDiskFull(r *result) {
 	if err := os.MkdirAll(mnt, 0o700); err != nil {
 		fatal(err)
 	}
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=256k,mode=0700"); err != nil {
+	if err := mountTmpfs(mnt, "size=256k,mode=0700"); err != nil {
 		r.skipped = "mount tmpfs: " + err.Error()
 		return
 	}
 	cleanMu.Lock()
 	mounts = append(mounts, mnt)
 	cleanMu.Unlock()
-	defer func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) }() // best effort; main unmounts again at exit
+	defer func() { _ = unmountLazy(mnt) }() // best effort; main unmounts again at exit
 	// 1. replay
 	r.tries++
 	p, err := start(filepath.Join(workDir, "diskfull", "replay"), "capture", "--synthetic", "flows=100000,packets=200000",
