@@ -13,6 +13,7 @@ import (
 
 	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/enrich/services"
+	"github.com/weir-dev/weir/internal/format"
 )
 
 func runLBStress(args []string, stdout, stderr io.Writer) int {
@@ -48,7 +49,7 @@ func runLBStress(args []string, stdout, stderr io.Writer) int {
 			}
 			r, err := run(n, lbs, g, repeat)
 			if err != nil {
-				fmt.Fprintf(stderr, "weir bench lbstress: nodes=%d groups=%v: %v\n", n, g, err)
+				fmt.Fprintf(stderr, "weir bench lbstress: nodes=%s groups=%v: %v\n", format.Int(int64(n)), g, err)
 				return exitFailure
 			}
 			bar.Add(1)

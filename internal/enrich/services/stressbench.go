@@ -3,6 +3,7 @@ package services
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/weir-dev/weir/internal/format"
 )
 
 // StressResult is one configuration of OVN's lb-group-stress measured on
@@ -155,8 +158,9 @@ func WriteStressTable(w io.Writer, rs []StressResult) {
 		if !r.Groups {
 			g = "off"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t\n", r.Nodes, r.LBs, g, r.LastAddUS, r.LastAddMedUS,
-			r.RecomputeMS, r.BuildMS, r.Rows, r.DPGroups, r.RowCopies, r.Applied, r.RSSMB, r.HeapMB)
+		n := func(v int) string { return format.Int(int64(v)) }
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", n(r.Nodes), n(r.LBs), g, r.LastAddUS, r.LastAddMedUS,
+			r.RecomputeMS, format.Int(int64(math.Round(r.BuildMS))), n(r.Rows), n(r.DPGroups), n(r.RowCopies), n(r.Applied), r.RSSMB, r.HeapMB)
 	}
 	tw.Flush()
 }
