@@ -122,6 +122,7 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 		TemplateBudget: int64(o.templateBudget), MaxClockSkew: skew,
 		ExporterLimits: ipfix.ExporterLimits{Sessions: o.exporterSessions, Templates: o.exporterTmpls},
 		Decoder:        ipfix.DecoderConfig{TemplateTimeout: o.templateTimeout, DatalessTimeout: o.datalessTimeout, PEN: uint32(o.sinks.ipfixPEN)}}
+	ccfg.Status = progressOut // stderr on a terminal: a one-line summary redrawn in place; nil otherwise
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
 		t, err := serverTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
 		if err != nil {

@@ -156,6 +156,7 @@ func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, 
 		}}
 	if o.sinks.output == "table" && l.interval > 0 {
 		cfg.Views, cfg.ViewTop, cfg.ViewInterval = stdout_, o.sinks.top, l.interval
+		cfg.ViewRedraw = isTerminal(stdout_) // like top on a terminal; appended when piped
 	}
 	if l.filter != "" {
 		if _, err := pcapfilter.Compile(l.filter, pcapfilter.LinkEthernet, 0); err != nil {

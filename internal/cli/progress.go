@@ -19,6 +19,12 @@ func TerminalOrNil(f *os.File) io.Writer {
 	return f
 }
 
+// IsTerminal reports whether w is a terminal: an *os.File open on one.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && f != nil && term.IsTerminal(int(f.Fd()))
+}
+
 // ProgressDelay is how long an operation runs before its bar is drawn:
 // quick ones show nothing. WEIR_PROGRESS_DELAY (a Go duration, e.g. 0s)
 // overrides it: for tests, which cannot rely on an operation being slow.

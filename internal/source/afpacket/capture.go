@@ -48,9 +48,12 @@ type Config struct {
 	Netns func(fn func() error) error
 	// Views, if set, receives the top ViewTop flows (20 if 0) every
 	// ViewInterval while Run runs: the live table of weir capture -i.
+	// ViewRedraw says Views is a terminal: each view replaces the last
+	// in place, like top (format.LiveView); else views are appended.
 	Views        io.Writer
 	ViewTop      int
 	ViewInterval time.Duration
+	ViewRedraw   bool
 }
 
 // Limits of Config.

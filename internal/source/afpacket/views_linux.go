@@ -16,6 +16,7 @@ func (c *Capture) views(ctx context.Context) {
 	if top <= 0 {
 		top = 20
 	}
+	view := format.NewLiveView(c.cfg.Views, c.cfg.ViewRedraw)
 	t := time.NewTicker(c.cfg.ViewInterval)
 	defer t.Stop()
 	for {
@@ -41,7 +42,7 @@ func (c *Capture) views(ctx context.Context) {
 			}
 			title := fmt.Sprintf("%s  %s flows live on %d interfaces; %s packets, %s kernel drops since start",
 				now.UTC().Format(time.RFC3339), format.Count(uint64(st.Flows)), open, format.Count(pkts), format.Count(drops))
-			_ = format.WriteFlows(c.cfg.Views, title, recs)
+			_ = view.WriteFlows(title, recs)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -123,6 +124,12 @@ type Config struct {
 	Decoder ipfix.DecoderConfig
 	// Logf says where the collector listens; nil: silent.
 	Logf func(format string, args ...any)
+	// Status, if set, is a terminal on which Run keeps a one-line
+	// summary (records/s, exporter sessions, templates, drops) redrawn
+	// every StatusInterval (default 1 s), erased when Run returns. Leave
+	// it nil when the output is not a terminal.
+	Status         io.Writer
+	StatusInterval time.Duration
 }
 
 // ErrListen wraps listen address errors.
@@ -182,6 +189,7 @@ func newCollector(cfg Config) *Collector {
 	cfg.ReadBuffer = or(cfg.ReadBuffer, DefaultReadBuffer)
 	cfg.Batch = or(cfg.Batch, DefaultBatch)
 	cfg.FlushInterval = or(cfg.FlushInterval, DefaultFlushInterval)
+	cfg.StatusInterval = or(cfg.StatusInterval, time.Second)
 	cfg.MaxConns = or(cfg.MaxConns, DefaultMaxConns)
 	cfg.MaxConnsPerSource = or(cfg.MaxConnsPerSource, DefaultMaxConnsPerSource)
 	cfg.HandshakeTimeout = or(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
@@ -311,7 +319,10 @@ func (c *Collector) Run(ctx context.Context, out sink.Sink) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.accept(ctx, l) }()
 	}
+	status := make(chan struct{})
+	go func() { defer close(status); c.status(ctx) }()
 	<-ctx.Done()
+	<-status     // the status line is erased before anything else is printed
 	c.closeAll() // ends the UDP reads and the accept loops
 	wg.Wait()
 	c.conns.closeAll() // ends the handshakes and stream reads
