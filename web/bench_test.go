@@ -31,10 +31,10 @@ import (
 //     console opens on the store's last day (the top 10 sources, their
 //     series, the totals, the Sankey). first-paint is navigation start to
 //     the top-N table and the chart both drawn, from the page's
-//     performance marks, split into paint-server (the server's own time,
-//     from Server-Timing, on the paint's critical path: meta, top-N or the
-//     totals beside it, series) and paint-browser (the rest: scripts,
-//     drawing, loopback); ready adds the Sankey; top-query is the
+//     performance marks, split into paint-server (the time before it the
+//     server spent on at least one of the page's requests, from their
+//     Server-Timing) and paint-browser (the rest: loading and running the
+//     scripts, drawing, loopback); ready adds the Sankey; top-query is the
 //     browser's Resource Timing of the table's query. p50 and max over the
 //     loads; -v prints each load's request waterfall.
 //

@@ -61,24 +61,7 @@ export class TimeChart {
     new ResizeObserver(() => this.chart.resize()).observe(el);
   }
 
-  /**
-   * frame draws the empty chart (axes over range) while the series are asked: a first render pays ECharts' one-time
-   * costs (compiling its code, building the canvas and axes), which then overlap the server's work instead of following it.
-   */
-  frame(format: (v: number) => string, range: [number, number]): void {
-    this.setOption([{ name: "", color: "transparent", points: [[range[0], 0], [range[1], 0]] }], true, format, range);
-  }
-
   render(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number]): void {
-    this.setOption(series, stacked, format, range);
-    this.el.dataset.series = String(series.length);
-    const drawn = series.flatMap((s) => s.points.filter((p) => p[1] !== null)); // zeros too: a gap is null
-    this.el.dataset.points = String(drawn.filter((p) => p[1]! > 0).length);
-    this.el.dataset.first = String(Math.min(...drawn.map((p) => p[0]))); // the first and last times drawn (ms)
-    this.el.dataset.last = String(Math.max(...drawn.map((p) => p[0])));
-  }
-
-  private setOption(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number]): void {
     const text = cssVar("--muted"), grid = cssVar("--grid");
     this.chart.setOption(
       {
@@ -118,6 +101,11 @@ export class TimeChart {
       },
       { notMerge: true },
     );
+    this.el.dataset.series = String(series.length);
+    const drawn = series.flatMap((s) => s.points.filter((p) => p[1] !== null)); // zeros too: a gap is null
+    this.el.dataset.points = String(drawn.filter((p) => p[1]! > 0).length);
+    this.el.dataset.first = String(Math.min(...drawn.map((p) => p[0]))); // the first and last times drawn (ms)
+    this.el.dataset.last = String(Math.max(...drawn.map((p) => p[0])));
   }
 }
 

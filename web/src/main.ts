@@ -31,7 +31,6 @@ function loadCharts(): Promise<void> {
   return charts;
 }
 let loadSeq = 0;
-let framed = false; // the chart's empty frame drawn (once, on the first load)
 let inflight: AbortController | null = null;
 let refreshTimer = 0;
 let liveTimer = 0;
@@ -192,16 +191,14 @@ async function load(): Promise<void> {
       notice(hint);
     }
     const groupCond = top.rows.map((r) => `(${rowCondition(view.group, r)})`).join(" or ");
-    let arrived = false;
-    const seriesP = handled(top.rows.length > 0
-      ? getJSON<QueryResult>("/api/v1/query", params({ group: view.group.join(","), resolution: res, limit: "0", sort },
-          from, to, cond ? `(${cond}) and (${groupCond})` : groupCond), ctl.signal)
-      : Promise.resolve(null)).finally(() => (arrived = true));
-    await chartsP;
-    if (seq !== loadSeq) return;
-    if (!framed && !arrived) timeChart.frame(fmt, [from, to]); // the first time only, while the series are on their way
-    framed = true;
-    const [series, totals] = await Promise.all([seriesP, totalsP]);
+    const [series, totals] = await Promise.all([
+      top.rows.length > 0
+        ? getJSON<QueryResult>("/api/v1/query", params({ group: view.group.join(","), resolution: res, limit: "0", sort },
+            from, to, cond ? `(${cond}) and (${groupCond})` : groupCond), ctl.signal)
+        : null,
+      totalsP,
+      chartsP,
+    ]);
     if (seq !== loadSeq) return;
     // The Sankey of the top groups when its left side is the grouping (fewer rows to aggregate), else of everything.
     // Asked now, after the chart's queries (it would slow them) and before drawing the chart (the server works meanwhile).

@@ -7,10 +7,10 @@
 // browser's own timing of the top-N query (Resource Timing). Run by
 // BenchmarkConsoleDay (web/bench_test.go); prints each load's request
 // waterfall (start, end, the server's own time from Server-Timing) and one
-// "LOAD {json}" line per load, with the first paint split into the server's
-// time on its critical path (meta, then the top-N query or the totals
-// beside it, then the series) and the rest (the browser: loading, parsing
-// and running the scripts, drawing, and loopback) and exits non-zero on a failure or a console error. Every wait
+// "LOAD {json}" line per load, with the first paint split into the time
+// the server was working on any of the page's requests before it and the
+// rest (the browser: loading, parsing and running the scripts, drawing,
+// and loopback) and exits non-zero on a failure or a console error. Every wait
 // is bounded.
 import { chromium } from "playwright-core";
 
@@ -46,12 +46,15 @@ try {
     if (!(m.table > 0 && m.chart > 0 && m.ready > 0 && m.top_query > 0) || m.rows === 0) throw new Error(`load ${i}: marks or rows missing: ${JSON.stringify(m)}`);
     const r = (v) => Math.round(v * 10) / 10;
     const paint = Math.max(m.table, m.chart);
-    // The server's share of the first paint: its time (Server-Timing) on the critical path, meta → top-N → series
-    // (the totals query runs beside the top-N one; the longer of the two counts).
-    const serverOf = (f) => Math.max(0, ...m.waterfall.filter((w) => w.end <= paint && f(w.path)).map((w) => w.server));
-    const server = serverOf((p) => p === "/api/v1/meta") +
-      Math.max(serverOf((p) => p.startsWith("/api/v1/query") && !p.endsWith("&resolution")), serverOf((p) => p === "/api/v1/query?group=time&resolution")) +
-      serverOf((p) => p.startsWith("/api/v1/query") && p !== "/api/v1/query?group=time&resolution" && p.endsWith("&resolution"));
+    // The server's share of the first paint: the time before it during which the server worked on at least one of
+    // the page's requests (the union of [end - Server-Timing total, end] over them); the rest is the browser's.
+    const spans = m.waterfall.filter((w) => w.server > 0 && w.end - w.server < paint)
+      .map((w) => [w.end - w.server, Math.min(w.end, paint)]).sort((a, b) => a[0] - b[0]);
+    let server = 0, upTo = 0;
+    for (const [a, b] of spans) {
+      if (b > upTo) server += b - Math.max(a, upTo);
+      upTo = Math.max(upTo, b);
+    }
     for (const w of m.waterfall) console.log(`  ${r(w.start).toFixed(0).padStart(6)} → ${r(w.end).toFixed(0).padStart(6)} ms  server ${r(w.server).toFixed(1).padStart(7)} ms  ${w.path}`);
     console.log("LOAD " + JSON.stringify({ first_paint_ms: r(paint), table_ms: r(m.table), ready_ms: r(m.ready), top_query_ms: r(m.top_query),
       paint_server_ms: r(server), paint_browser_ms: r(paint - server) }));
