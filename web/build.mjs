@@ -1,4 +1,4 @@
-// Builds the console: src/ → dist/ (app.js, app.css, index.html, the
+// Builds the console: src/ → dist/ (app.js and its chunks, app.css, index.html, the
 // bundled libraries' licences) and dist/manifest.json, which records the
 // SHA-256 of the inputs (src/, package.json, package-lock.json,
 // tsconfig.json, this file) so a Go test (web/manifest_test.go) can tell,
@@ -46,6 +46,8 @@ await esbuild.build({
   entryPoints: { app: "src/main.ts" },
   outdir: "dist",
   bundle: true,
+  splitting: true, // charts.ts (ECharts) is imported dynamically: its own chunk, fetched while the first queries run
+  chunkNames: "[name]-[hash]",
   minify: true,
   format: "esm",
   target: "es2020",
@@ -61,7 +63,7 @@ await esbuild.build({
   logLevel: "warning",
 });
 copyFileSync(join(root, "src/index.html"), join(dist, "index.html"));
-let licences = "weir's console bundles these libraries (app.js):\n";
+let licences = "weir's console bundles these libraries (app.js and its chunks):\n";
 for (const [name, file] of [["echarts", "LICENSE"], ["echarts", "NOTICE"], ["zrender", "LICENSE"], ["tslib", "LICENSE.txt"]]) {
   const pkg = JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8"));
   licences += `\n==== ${name} ${pkg.version} (${pkg.license}) ====\n\n` + readFileSync(join(root, "node_modules", name, file), "utf8");

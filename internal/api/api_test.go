@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -350,5 +351,25 @@ func TestConsoleFiles(t *testing.T) {
 	}
 	if s, _ := New(Config{Backend: &blockingBackend{}, NoConsole: true}); s.console != nil {
 		t.Error("NoConsole served a console")
+	}
+}
+
+// TestServerTiming: a query's answer says how long it waited for a slot,
+// ran and was encoded (Server-Timing), so the console's waterfall splits
+// server time from the rest; meta and live say theirs.
+func TestServerTiming(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	re := regexp.MustCompile(`^queue;dur=\d+\.\d, query;dur=\d+\.\d, encode;dur=\d+\.\d$`)
+	code, h, body := get(t, ts, "/api/v1/query?group=sip&limit=3")
+	if code != http.StatusOK || !re.MatchString(h.Get("Server-Timing")) {
+		t.Errorf("query: %d Server-Timing %q %s", code, h.Get("Server-Timing"), body)
+	}
+	code, h, body = get(t, ts, "/api/v1/meta")
+	if code != http.StatusOK || !regexp.MustCompile(`^holdings;dur=\d+\.\d$`).MatchString(h.Get("Server-Timing")) {
+		t.Errorf("meta: %d Server-Timing %q %s", code, h.Get("Server-Timing"), body)
+	}
+	code, h, _ = get(t, ts, "/api/v1/query?group=nosuch")
+	if code != http.StatusBadRequest || h.Get("Server-Timing") != "" {
+		t.Errorf("a refused query: %d Server-Timing %q", code, h.Get("Server-Timing"))
 	}
 }

@@ -70,6 +70,7 @@ func (s *Server) handleQuery(rw http.ResponseWriter, req *http.Request) *Error {
 	q.Workers = s.cfg.QueryWorkers
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.QueryTimeout)
 	defer cancel()
+	queued := time.Now()
 	release, e := s.acquire(ctx)
 	if e != nil {
 		return e
@@ -77,7 +78,8 @@ func (s *Server) handleQuery(rw http.ResponseWriter, req *http.Request) *Error {
 	start := time.Now()
 	res, err := s.cfg.Backend.Query(ctx, q, live)
 	release()
-	s.stats.queryTime(time.Since(start))
+	ran := time.Since(start)
+	s.stats.queryTime(ran)
 	if err != nil {
 		return s.fail(ctx, err)
 	}
@@ -87,12 +89,36 @@ func (s *Server) handleQuery(rw http.ResponseWriter, req *http.Request) *Error {
 			Message: "the answer has " + strconv.Itoa(len(res.Rows)) + " rows, more than this server returns (" + strconv.Itoa(s.cfg.MaxRows) +
 				"): give a limit, a narrower time range or a condition"}
 	}
+	encode := time.Now()
 	var b bytes.Buffer
 	if err := res.Write(&b, query.JSON); err != nil {
 		return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
 	}
+	serverTiming(rw, timing{"queue", start.Sub(queued)}, timing{"query", ran}, timing{"encode", time.Since(encode)})
 	send(rw, req, "application/json", b.Bytes())
 	return nil
+}
+
+// serverTiming sets the Server-Timing header (name, duration pairs) so a
+// browser's Resource Timing splits a request into the server's wait for a
+// query slot, its work, and the rest (network, the browser).
+func serverTiming(rw http.ResponseWriter, ts ...timing) {
+	var b []byte
+	for i, t := range ts {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, t.name...)
+		b = append(b, ";dur="...)
+		b = strconv.AppendFloat(b, float64(t.d.Microseconds())/1000, 'f', 1, 64)
+	}
+	rw.Header().Set("Server-Timing", string(b))
+}
+
+// timing is one Server-Timing metric: a step and how long it took.
+type timing struct {
+	name string
+	d    time.Duration
 }
 
 // handleLive answers GET /api/v1/live: the live flows as JSON lines
@@ -115,12 +141,15 @@ func (s *Server) handleLive(rw http.ResponseWriter, req *http.Request) *Error {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.QueryTimeout)
 	defer cancel()
+	queued := time.Now()
 	release, e := s.acquire(ctx)
 	if e != nil {
 		return e
 	}
+	start := time.Now()
 	recs, err := s.cfg.Backend.Live(ctx)
 	release()
+	serverTiming(rw, timing{"queue", start.Sub(queued)}, timing{"live", time.Since(start)})
 	if err != nil {
 		return s.fail(ctx, err)
 	}
@@ -162,10 +191,12 @@ func (s *Server) handleMeta(rw http.ResponseWriter, req *http.Request) *Error {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.QueryTimeout)
 	defer cancel()
+	start := time.Now()
 	h, err := s.cfg.Backend.Holdings(ctx)
 	if err != nil {
 		return s.fail(ctx, err)
 	}
+	serverTiming(rw, timing{"holdings", time.Since(start)})
 	m := meta{Version: s.cfg.Version, Backend: s.cfg.Backend.Name(), Holdings: h,
 		Sort: []string{"bytes", "packets", "flows", "drop_packets", "drop_bytes"}}
 	m.Attributes.Group = query.GroupAttributes()

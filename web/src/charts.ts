@@ -1,41 +1,18 @@
 // Charts: a stacked time series of the top groups and a Sankey of two
 // attributes, on ECharts' canvas renderer (only the parts used are
 // bundled). Tooltips are built as DOM nodes with textContent: no string
-// from the API is ever parsed as HTML.
+// from the API is ever parsed as HTML. main.ts imports this module
+// dynamically: ECharts is its own chunk, fetched and parsed while the
+// first queries run rather than before the first request.
 
 import * as echarts from "echarts/core";
 import { LineChart, SankeyChart } from "echarts/charts";
 import { GridComponent, TooltipComponent } from "echarts/components";
 import { CanvasRenderer } from "echarts/renderers";
 
+import { cssVar, otherColor, palette, seriesCount } from "./colors";
+
 echarts.use([LineChart, SankeyChart, GridComponent, TooltipComponent, CanvasRenderer]);
-
-function cssVar(name: string): string {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-}
-
-/** seriesCount is how many --series-N colours style.css defines. */
-const seriesCount = 20;
-let colours: string[] | null = null;
-
-/**
- * palette returns the series colours, --series-0 … --series-19 of style.css (one set for the console and
- * the bench compare report, which embeds the stylesheet). It throws if the stylesheet did not define them,
- * rather than draw every series in no colour.
- */
-export function palette(): string[] {
-  if (colours === null) {
-    const c = Array.from({ length: seriesCount }, (_, i) => cssVar(`--series-${i}`));
-    if (c.some((x) => x === "")) throw new Error("style.css defines no --series-N colours: the stylesheet did not load");
-    colours = c;
-  }
-  return colours;
-}
-
-/** otherColor is the grey of "Other" (--series-other). */
-export function otherColor(): string {
-  return cssVar("--series-other");
-}
 
 function tooltipBox(title: string, lines: { color: string; name: string; value: string }[]): HTMLElement {
   const box = document.createElement("div");

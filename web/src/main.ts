@@ -2,7 +2,8 @@
 // tables to the HTTP API, and keeps the whole view in the URL.
 
 import { ApiError, getJSON, liveRecords, Meta, onTokenRequired, QueryResult, Row, setToken } from "./api";
-import { Link, otherColor, palette, SankeyChart_, Series, TimeChart } from "./charts";
+import type { Link, SankeyChart_, Series, TimeChart } from "./charts";
+import { otherColor, palette } from "./colors";
 import { FilterBar } from "./filter";
 import { cell, condValue, exact, rate } from "./format";
 import { fromURL, limits, ranges, resolution, span, toURL, View } from "./state";
@@ -15,6 +16,20 @@ let view: View;
 let filterBar: FilterBar;
 let timeChart: TimeChart;
 let sankey: SankeyChart_;
+/** charts resolves when the ECharts chunk is loaded and both charts exist (loadCharts starts it). */
+let charts: Promise<void> | null = null;
+
+/**
+ * loadCharts imports the charts' chunk (ECharts, most of the console's code) once: after the first queries are
+ * sent, so parsing and running it overlaps the server's work instead of delaying the first request.
+ */
+function loadCharts(): Promise<void> {
+  charts ??= handled(import("./charts").then((c) => {
+    timeChart = new c.TimeChart($("chart"));
+    sankey = new c.SankeyChart_($("sankey"));
+  }));
+  return charts;
+}
 let loadSeq = 0;
 let inflight: AbortController | null = null;
 let refreshTimer = 0;
@@ -143,9 +158,14 @@ async function load(): Promise<void> {
   const cond = condition();
   const sort = view.metric === "flows" ? "flows" : `${view.metric}:${view.dir}`;
   const fmt = (v: number) => rate(view.metric, v);
+  const res = `${step}s`;
+  // The totals per bin (for "Other") do not depend on the top groups: asked beside the top-N query.
+  const totalsP = handled(getJSON<QueryResult>("/api/v1/query", params({ group: "time", resolution: res, limit: "0", sort }, from, to, cond), ctl.signal));
+  const topP = handled(getJSON<QueryResult>("/api/v1/query",
+    params({ group: view.group.join(","), limit: String(view.limit), sort }, from, to, cond), ctl.signal));
+  const chartsP = loadCharts();
   try {
-    const top = await getJSON<QueryResult>("/api/v1/query",
-      params({ group: view.group.join(","), limit: String(view.limit), sort }, from, to, cond), ctl.signal);
+    const top = await topP;
     if (seq !== loadSeq) return;
     filterBar.showError(null);
     const colors = top.rows.map((_, i) => palette()[i % palette().length]);
@@ -171,22 +191,24 @@ async function load(): Promise<void> {
       notice(hint);
     }
     const groupCond = top.rows.map((r) => `(${rowCondition(view.group, r)})`).join(" or ");
-    const res = `${step}s`;
     const [series, totals] = await Promise.all([
       top.rows.length > 0
         ? getJSON<QueryResult>("/api/v1/query", params({ group: view.group.join(","), resolution: res, limit: "0", sort },
             from, to, cond ? `(${cond}) and (${groupCond})` : groupCond), ctl.signal)
         : null,
-      getJSON<QueryResult>("/api/v1/query", params({ group: "time", resolution: res, limit: "0", sort }, from, to, cond), ctl.signal),
+      totalsP,
+      chartsP,
     ]);
     if (seq !== loadSeq) return;
-    drawSeries(top, series, totals, colors, step, from, to, fmt);
-    if (performance.getEntriesByName("weir-chart").length === 0) performance.mark("weir-chart"); // with the table: first useful paint
     // The Sankey of the top groups when its left side is the grouping (fewer rows to aggregate), else of everything.
+    // Asked now, after the chart's queries (it would slow them) and before drawing the chart (the server works meanwhile).
     const ofTop = view.group.length === 1 && view.group[0] === view.sankey[0] && top.rows.length > 0;
     const sankeyCond = ofTop ? (cond ? `(${cond}) and (${groupCond})` : groupCond) : cond;
-    const pairs = await getJSON<QueryResult>("/api/v1/query",
-      params({ group: view.sankey.join(","), limit: String(view.limit * 2), sort }, from, to, sankeyCond), ctl.signal);
+    const pairsP = handled(getJSON<QueryResult>("/api/v1/query",
+      params({ group: view.sankey.join(","), limit: String(view.limit * 2), sort }, from, to, sankeyCond), ctl.signal));
+    drawSeries(top, series, totals, colors, step, from, to, fmt);
+    if (performance.getEntriesByName("weir-chart").length === 0) performance.mark("weir-chart"); // with the table: first useful paint
+    const pairs = await pairsP;
     if (seq !== loadSeq) return;
     sankey.render(pairs.rows.map((r): Link => ({
       source: cell(view.sankey[0], r[view.sankey[0]]), target: cell(view.sankey[1], r[view.sankey[1]]),
@@ -344,15 +366,21 @@ function bind(): void {
   });
 }
 
+/** handled marks p's rejection as handled (whoever awaits p still gets it): a query left behind by a failed one is no console error. */
+function handled<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
+}
+
 async function main(): Promise<void> {
+  onTokenRequired(askToken);
+  // The first request starts before anything else: the page's critical path is meta → top-N → series.
+  const metaP = getJSON<Meta>("/api/v1/meta");
   theme();
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", theme);
-  onTokenRequired(askToken);
   filterBar = new FilterBar($("filter-bar"), (text) => setView({ filter: text }, true));
-  timeChart = new TimeChart($("chart"));
-  sankey = new SankeyChart_($("sankey"));
   try {
-    meta = await getJSON<Meta>("/api/v1/meta");
+    meta = await metaP;
   } catch (e) {
     notice(e instanceof Error ? e.message : String(e));
     document.body.dataset.state = "error";

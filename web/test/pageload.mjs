@@ -5,8 +5,12 @@
 // (weir-table), the chart drawn (weir-chart; with the table: the first
 // useful paint), everything (weir-ready, the Sankey too). Also the
 // browser's own timing of the top-N query (Resource Timing). Run by
-// BenchmarkConsoleDay (web/bench_test.go); prints one "LOAD {json}" line
-// per load and exits non-zero on a failure or a console error. Every wait
+// BenchmarkConsoleDay (web/bench_test.go); prints each load's request
+// waterfall (start, end, the server's own time from Server-Timing) and one
+// "LOAD {json}" line per load, with the first paint split into the time
+// the server was working on any of the page's requests before it and the
+// rest (the browser: loading, parsing and running the scripts, drawing,
+// and loopback) and exits non-zero on a failure or a console error. Every wait
 // is bounded.
 import { chromium } from "playwright-core";
 
@@ -28,15 +32,32 @@ try {
     await page.waitForFunction(() => document.body.dataset.state === "ready", null, wait);
     const m = await page.evaluate(() => {
       const at = (n) => performance.getEntriesByName(n)[0]?.startTime;
+      const res = performance.getEntriesByType("resource");
       // The first query is the top-N table's: no time resolution, a limit.
-      const q = performance.getEntriesByType("resource").find((r) => r.name.includes("/api/v1/query?") && !r.name.includes("resolution="));
-      return { table: at("weir-table"), chart: at("weir-chart"), ready: at("weir-ready"), top_query: q?.duration, rows: document.querySelectorAll("#table tbody tr").length };
+      const q = res.find((r) => r.name.includes("/api/v1/query?") && !r.name.includes("resolution="));
+      // The waterfall: each request's start and end (ms from navigation start) and the server's own time (Server-Timing).
+      const waterfall = res.map((r) => ({ path: new URL(r.name).pathname + (new URL(r.name).searchParams.get("group") ? `?group=${new URL(r.name).searchParams.get("group")}` : "") +
+        (r.name.includes("resolution=") ? "&resolution" : ""), start: r.startTime, end: r.responseEnd,
+        server: r.serverTiming.reduce((s, t) => s + t.duration, 0) }));
+      return { table: at("weir-table"), chart: at("weir-chart"), ready: at("weir-ready"), top_query: q?.duration, rows: document.querySelectorAll("#table tbody tr").length, waterfall };
     });
     await ctx.close();
     if (errors.length > 0) throw new Error(`console errors:\n${errors.join("\n")}`);
     if (!(m.table > 0 && m.chart > 0 && m.ready > 0 && m.top_query > 0) || m.rows === 0) throw new Error(`load ${i}: marks or rows missing: ${JSON.stringify(m)}`);
     const r = (v) => Math.round(v * 10) / 10;
-    console.log("LOAD " + JSON.stringify({ first_paint_ms: r(Math.max(m.table, m.chart)), table_ms: r(m.table), ready_ms: r(m.ready), top_query_ms: r(m.top_query) }));
+    const paint = Math.max(m.table, m.chart);
+    // The server's share of the first paint: the time before it during which the server worked on at least one of
+    // the page's requests (the union of [end - Server-Timing total, end] over them); the rest is the browser's.
+    const spans = m.waterfall.filter((w) => w.server > 0 && w.end - w.server < paint)
+      .map((w) => [w.end - w.server, Math.min(w.end, paint)]).sort((a, b) => a[0] - b[0]);
+    let server = 0, upTo = 0;
+    for (const [a, b] of spans) {
+      if (b > upTo) server += b - Math.max(a, upTo);
+      upTo = Math.max(upTo, b);
+    }
+    for (const w of m.waterfall) console.log(`  ${r(w.start).toFixed(0).padStart(6)} → ${r(w.end).toFixed(0).padStart(6)} ms  server ${r(w.server).toFixed(1).padStart(7)} ms  ${w.path}`);
+    console.log("LOAD " + JSON.stringify({ first_paint_ms: r(paint), table_ms: r(m.table), ready_ms: r(m.ready), top_query_ms: r(m.top_query),
+      paint_server_ms: r(server), paint_browser_ms: r(paint - server) }));
   }
 } finally {
   await browser.close();
