@@ -175,6 +175,15 @@ func exitStatus(stderr io.Writer, cmd string, err error) int {
 	return agent.ExitCode(err)
 }
 
+// exitErr says err in one message (a server's answer may span lines) and
+// returns the exit status.
+func exitErr(stderr io.Writer, cmd string, err error) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "weir %s: %v\n", cmd, err)
+	}
+	return agent.ExitCode(err)
+}
+
 // table is the flow table's configuration.
 func (o *captureOpts) table() meter.TableConfig {
 	return meter.TableConfig{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger}
