@@ -16,17 +16,6 @@ import (
 	"github.com/weir-dev/weir/internal/source/ipfixrecv"
 )
 
-const collectExamples = `Examples:
-  # Collect IPFIX and NetFlow v9/v5 on the standard port (loopback), store it
-  weir collect
-
-  # From the network, UDP and TLS; also re-export to another collector
-  weir collect --listen udp://0.0.0.0:4739 --listen tls://0.0.0.0:4740 \
-      --tls-cert server.pem --tls-key server.key --export ipfix+udp://10.0.0.9:4739
-
-  # Print what arrives, one JSON record per flow, for 30 seconds
-  weir collect --duration 30s -o json --data-dir off
-`
 
 type collectOpts struct {
 	listen                       listFlag
@@ -50,17 +39,7 @@ type collectOpts struct {
 
 func runCollect(args []string, stdout_, stderr io.Writer) int {
 	var o collectOpts
-	fs := newFlagSet("collect", "weir collect [--listen URL]... [flags]",
-		`Receive flow records from exporters (routers, softflowd, nfprobe, another
-weir): IPFIX over UDP, TCP or TLS, and NetFlow v9 and v5 over UDP. Records go
-to the same places captured ones do: the store (queried with 'weir query'),
-stdout, and --export destinations. Templates are kept per exporter and
-observation domain (per connection for TCP/TLS) and expire when not
-refreshed; options templates (e.g. sampling) are decoded and kept. With
---ipfix-pen, weir's enterprise elements under that number (workloads,
-service, rule, conntrack mark and zone) are read too. Malformed
-messages are counted by reason (--stats, weir_collector_* metrics), never
-fatal.`, collectExamples)
+	fs := helpFlagSet("collect")
 	o.flags(fs)
 	o.sinks.enrich.logw = stderr
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {

@@ -7,6 +7,7 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -109,25 +110,16 @@ func prefixed(cmds []cli.Command) []cli.Command {
 	return out
 }
 
+// usageText is 'weir help': {{commands}} stands for the command index.
+//
+//go:embed usage.txt
+var usageText string
+
 func usage(w io.Writer, cmds []cli.Command) {
-	fmt.Fprint(w, `weir sees every conversation on a host and reports it as exact, bidirectional flow records.
-
-Usage:
-  weir <command> [flags]
-
-Commands:
-`)
+	head, tail, _ := strings.Cut(usageText, "{{commands}}\n")
+	fmt.Fprint(w, head)
 	cli.WriteIndex(w, cmds)
-	fmt.Fprint(w, `
-Examples:
-  sudo weir capture -i eth0                    # watch an interface live: top flows every 5s
-  weir capture --read trace.pcapng             # top flows of a capture file
-  weir capture --read trace.pcap --output=json # one JSON record per flow (docs/record.md)
-  weir capture --synthetic flows=10000,packets=1000000 --output=none --stats
-  weir capture --config /etc/weir/capture.yaml # flags from a file ('weir config example capture')
-
-Run 'weir <command> --help' for a command's flags.
-`)
+	fmt.Fprint(w, tail)
 }
 
 // runConfigExample is 'weir config example [COMMAND]'.
