@@ -20,7 +20,6 @@ import (
 	"github.com/weir-dev/weir/internal/source/synthetic"
 )
 
-
 type captureOpts struct {
 	read                 listFlag // --read files, in order; "-" is standard input
 	synth                string

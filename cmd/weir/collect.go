@@ -16,7 +16,6 @@ import (
 	"github.com/weir-dev/weir/internal/source/ipfixrecv"
 )
 
-
 type collectOpts struct {
 	listen                       listFlag
 	sockets, queueDepth          int
