@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
 	"github.com/weir-dev/weir/internal/pcapfilter"
@@ -63,47 +61,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 type listFlag = cli.List
 
 // sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
-type sizeFlag int
-
-// String is the size as Set reads it (1MiB, 65536): a --config example
-// of the default loads.
-func (s *sizeFlag) String() string {
-	for _, u := range []struct {
-		sh   uint
-		name string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n := int(*s); n != 0 && n%(1<<u.sh) == 0 {
-			return strconv.Itoa(n>>u.sh) + u.name
-		}
-	}
-	return strconv.Itoa(int(*s))
-}
-func (s *sizeFlag) Set(v string) error {
-	n, err := parseBytes(v, 1<<30)
-	*s = sizeFlag(n)
-	return err
-}
-
-// parseBytes parses a byte count with an optional binary unit (K/KiB,
-// M/MiB, G/GiB, T/TiB), positive and at most limit.
-func parseBytes(v string, limit int64) (int64, error) {
-	mult := int64(1)
-	num := v
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}} {
-		if strings.HasSuffix(v, u.suf) {
-			num, mult = strings.TrimSuffix(v, u.suf), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > limit/mult {
-		return 0, fmt.Errorf("%q is not a size up to %s (examples: 65536, 256KiB, 1MiB, 20GiB)", v, format.Bytes(uint64(limit)))
-	}
-	return n * mult, nil
-}
+type sizeFlag = cli.Size
 
 // filterCache compiles the filter once per link type.
 type filterCache struct {

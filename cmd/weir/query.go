@@ -21,28 +21,20 @@ import (
 )
 
 type queryOpts struct {
-	args                       query.Args
-	dir, cond, output, liveURL string
-	liveToken, liveCA          string
-	ifaces                     listFlag
-	list, live                 bool
-	ch                         chOpts
-	auth                       query.LiveAuth
+	args                 query.Args
+	dir, output, liveURL string
+	liveToken, liveCA    string
+	sel                  cli.Selection
+	list, live           bool
+	ch                   chOpts
+	auth                 query.LiveAuth
 }
 
 func (o *queryOpts) flagSet() *flag.FlagSet {
 	fs := helpFlagSet("query")
 	a := &o.args
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
-	fs.Var(&o.ifaces, "iface", "only these interfaces (comma-separated or repeated; default all)")
-	fs.Var(&o.ifaces, "i", "short for --iface")
-	fs.StringVar(&o.cond, "condition", "", "filter `expression` (instead of trailing arguments)")
-	fs.StringVar(&o.cond, "c", "", "short for --condition")
-	fs.StringVar(&a.From, "from", "", "start `time`: RFC 3339, a date, Unix seconds, or relative (-24h, -7d); default: everything stored")
-	fs.StringVar(&a.From, "f", "", "short for --from")
-	fs.StringVar(&a.To, "to", "", "end `time` (exclusive), same forms; default: now and beyond")
-	fs.StringVar(&a.To, "t", "", "short for --to")
+	cli.DataDirVar(fs, &o.dir, "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
+	o.sel.Flags(fs, &a.From, &a.To)
 	fs.IntVar(&a.Limit, "limit", 10, "show the top `n` groups (per time bin when grouping by time); 0 shows all")
 	fs.IntVar(&a.Limit, "n", 10, "short for --limit")
 	fs.StringVar(&a.Sort, "sort", "bytes", "rank by `metric`: bytes, packets or flows, optionally :in, :out or :sum (bytes:in), or drop_packets or drop_bytes")
@@ -84,7 +76,7 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	}
 	defer src.close()
 	if o.list {
-		err = src.list(ctx, o.ifaces, stdout, format)
+		err = src.list(ctx, o.sel.Ifaces, stdout, format)
 	} else {
 		err = src.answer(ctx, q, o.live, stdout, format)
 	}
@@ -105,21 +97,21 @@ func (o *queryOpts) check(fs *flag.FlagSet, pos []string) (query.Format, *query.
 		return 0, nil, errors.New("--api-token-file and --api-ca go with --live")
 	case o.ch.url != "" && (o.live || isSet(fs, "data-dir", "d")):
 		return 0, nil, errors.New("--clickhouse answers from ClickHouse: give it without --data-dir and --live")
-	case o.list && (len(pos) > 0 || o.cond != ""):
+	case o.list && (len(pos) > 0 || o.sel.Condition != ""):
 		return 0, nil, errors.New("--list takes no group-by or condition")
 	case o.list:
 		return format, nil, nil
-	case len(pos) > 1 && o.cond != "":
+	case len(pos) > 1 && o.sel.Condition != "":
 		return 0, nil, errors.New("give the condition either as arguments or with --condition, not both")
 	}
-	o.args.Condition = []string{o.cond}
+	o.args.Condition = []string{o.sel.Condition}
 	if len(pos) > 0 {
 		o.args.Group = pos[0]
 	}
 	if len(pos) > 1 {
 		o.args.Condition = pos[1:]
 	}
-	o.args.Ifaces = o.ifaces
+	o.args.Ifaces = o.sel.Ifaces
 	q, err := o.args.Build(time.Now())
 	if err == nil {
 		err = o.loadAuth()
@@ -239,8 +231,4 @@ func (s *querySource) warn(stderr io.Writer, list bool) {
 }
 
 // isSet reports whether one of the flags names was given.
-func isSet(fs *flag.FlagSet, names ...string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || slices.Contains(names, f.Name) })
-	return set
-}
+var isSet = cli.IsSet

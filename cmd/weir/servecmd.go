@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/api"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/clickhouse"
 	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
@@ -35,8 +36,7 @@ type serveCmdOpts struct {
 func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	var o serveCmdOpts
 	fs := helpFlagSet("serve")
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to serve ($WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
+	cli.DataDirVar(fs, &o.dir, "the flow store `dir` to serve ($WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")
 	fs.StringVar(&o.liveURL, "live-url", "", "a running capture's live flows (`url`, loopback only; e.g. "+query.DefaultLiveURL+"): enables /api/v1/live and live=true")
 	o.ch.flags(fs, "answer from ClickHouse's flows table instead of a store: its HTTP interface, http(s)://`host:port` (docs/fleet.md)")

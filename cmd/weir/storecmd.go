@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -13,8 +14,7 @@ func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
 	var dir string
 	var repair bool
 	fs := helpFlagSet("store check")
-	fs.StringVar(&dir, "data-dir", defaultDataDir(), "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&dir, "d", defaultDataDir(), "short for --data-dir")
+	cli.DataDirVar(fs, &dir, "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.BoolVar(&repair, "repair", false, "repair what is damaged (needs the store to itself)")
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code

@@ -4,74 +4,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
 )
 
 // defaultDataDir is where capture writes and query reads unless told
 // otherwise: $WEIR_DATA_DIR, else ./weir-data.
-func defaultDataDir() string {
-	if d := os.Getenv("WEIR_DATA_DIR"); d != "" {
-		return d
-	}
-	return "./weir-data"
-}
-
-// durationFlag is a duration that also takes days: 30d, 1d12h.
-type durationFlag time.Duration
-
-func (d *durationFlag) String() string {
-	if *d == 0 {
-		return "0"
-	}
-	if x := time.Duration(*d); x%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", x/(24*time.Hour))
-	}
-	return time.Duration(*d).String()
-}
-
-func (d *durationFlag) Set(v string) error {
-	if v == "0" {
-		*d = 0
-		return nil
-	}
-	x, err := query.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration (examples: 30d, 12h, 1d12h)", v)
-	}
-	*d = durationFlag(x)
-	return nil
-}
-
-// bytesFlag is a byte count up to 1 PiB: 20GiB, 500MiB.
-type bytesFlag int64
-
-func (b *bytesFlag) String() string {
-	if *b == 0 {
-		return "0"
-	}
-	return fmt.Sprint(int64(*b))
-}
-
-func (b *bytesFlag) Set(v string) error {
-	if v == "0" {
-		*b = 0
-		return nil
-	}
-	n, err := parseBytes(v, 1<<50)
-	*b = bytesFlag(n)
-	return err
-}
+var defaultDataDir = cli.DefaultDataDir
 
 // storeOpts are the store flags of capture and collect.
 type storeOpts struct {
 	dir       string
-	retention durationFlag
-	maxSize   bytesFlag
+	retention cli.Days
+	maxSize   cli.Bytes
 	writeout  time.Duration
 	precision time.Duration
 	mode      string
@@ -81,6 +30,7 @@ type storeOpts struct {
 
 func (o *storeOpts) flags(fs *flag.FlagSet) {
 	o.fs = fs
+	o.retention.Parse = query.ParseDuration
 	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data; "+
 		"--read and --synthetic write only to a --data-dir given)")
 	fs.Var(&o.retention, "retention", "delete stored blocks whose records all ended longer ago than this `age` (30d, 12h; 0 keeps everything)")
@@ -114,6 +64,6 @@ func (o *storeOpts) config() (*store.Config, error) {
 	}
 	log := o.log
 	return &store.Config{Dir: o.dir, Writeout: o.writeout, Mode: mode,
-		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize), TimePrecision: o.precision,
+		Retention: o.retention.D, MaxSize: int64(o.maxSize), TimePrecision: o.precision,
 		Log: func(msg string) { fmt.Fprintf(log, "store: %s\n", msg) }}, nil
 }
