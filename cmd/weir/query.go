@@ -8,16 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/store"
 )
 
 type queryOpts struct {
@@ -70,20 +66,23 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	src, err := o.open(ctx)
+	src, err := api.OpenSource(ctx, api.SourceConfig{Dir: o.dir, Live: query.LiveFetcher(o.liveURL, o.auth), // its blocks and the live flows are taken at once
+		ClickHouse: o.ch.url, Database: o.ch.db, User: o.ch.user, PasswordFile: o.ch.pass})
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	defer src.close()
+	defer src.Close()
 	if o.list {
-		err = src.list(ctx, o.sel.Ifaces, stdout, format)
+		err = src.List(ctx, o.sel.Ifaces, stdout, format)
 	} else {
-		err = src.answer(ctx, q, o.live, stdout, format)
+		var finish func()
+		q.Progress, finish = cli.LazyProgress(progressOut, "blocks")
+		err = src.Answer(ctx, q, o.live, stdout, format, finish)
 	}
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	src.warn(stderr, o.list)
+	src.Warn(stderr, "weir query: ", o.list)
 	return exitOK
 }
 
@@ -148,86 +147,6 @@ func syntaxFail(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "weir query: %v\n", err)
 	}
 	return exitUsage
-}
-
-// querySource is what 'weir query' asks: the flow store or ClickHouse.
-type querySource struct {
-	b       api.Backend
-	st      *store.Store // nil for ClickHouse
-	corrupt int          // damaged blocks the answer skipped
-}
-
-func (o *queryOpts) open(ctx context.Context) (*querySource, error) {
-	if o.ch.url != "" {
-		b, err := o.ch.open(ctx)
-		return &querySource{b: b}, err
-	}
-	st, err := store.OpenReadOnly(o.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no flow store at %s: run 'weir capture' first, or point --data-dir at one", o.dir)
-	} else if err != nil {
-		return nil, err
-	}
-	live := query.LiveFetcher(o.liveURL, o.auth) // its blocks and the live flows are taken at once
-	return &querySource{b: api.NewStoreBackend(st, live), st: st}, nil
-}
-
-func (s *querySource) close() {
-	if s.st != nil {
-		s.st.Close()
-	}
-}
-
-// answer runs q (with the live flows of a running capture) and writes the
-// result, with a progress bar on a terminal.
-func (s *querySource) answer(ctx context.Context, q *query.Query, live bool, w io.Writer, f query.Format) error {
-	var bar *cli.Progress
-	var once sync.Once
-	if progressOut != nil {
-		q.Progress = func(done, total int) {
-			once.Do(func() { bar = cli.NewProgress(progressOut, int64(total), "blocks") })
-			bar.Set(int64(done))
-		}
-	}
-	res, err := s.b.Query(ctx, q, live)
-	bar.Finish()
-	if live && err != nil {
-		return fmt.Errorf("--live: %w", err)
-	} else if err != nil {
-		return err
-	}
-	s.corrupt = res.Stats.BlocksCorrupt
-	return res.Write(w, f)
-}
-
-// list writes the stored interfaces (only those of only, when given).
-func (s *querySource) list(ctx context.Context, only []string, w io.Writer, f query.Format) error {
-	h, err := s.b.Holdings(ctx)
-	if err != nil {
-		return err
-	}
-	want := strings.Split(strings.Join(only, ","), ",")
-	spans := slices.DeleteFunc(h.Interfaces, func(sp api.IfaceSpan) bool { return len(only) > 0 && !slices.Contains(want, sp.Iface) })
-	return api.WriteIfaces(w, spans, f)
-}
-
-// warn says what damaged blocks the answer or the list left out.
-func (s *querySource) warn(stderr io.Writer, list bool) {
-	if s.st == nil {
-		return
-	}
-	ss := s.st.Stats()
-	if s.corrupt == 0 && ss.CorruptBlocks == 0 && ss.CorruptIndexes == 0 {
-		return
-	}
-	if list {
-		fmt.Fprintf(stderr, "weir query: %d damaged blocks are left out of the list ('weir store check' lists them)\n", ss.CorruptBlocks)
-	} else {
-		fmt.Fprintf(stderr, "weir query: %d damaged blocks were skipped; the answer leaves out their records ('weir store check' lists them)\n", max(s.corrupt, int(ss.CorruptBlocks)))
-	}
-	for _, w := range ss.Warnings {
-		fmt.Fprintf(stderr, "weir query: %s\n", w)
-	}
 }
 
 // isSet reports whether one of the flags names was given.
