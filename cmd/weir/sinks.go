@@ -77,10 +77,10 @@ func (o *sinkOpts) sinks(stdout_ io.Writer, withStore bool) (agent.Sinks, error)
 func (o *sinkOpts) needs(s *agent.Sinks) []fileNeed {
 	var f []fileNeed
 	if s.Store != nil {
-		f = append(f, fileNeed{path: s.Store.Dir, dir: true})
+		f = append(f, fileNeed{Path: s.Store.Dir, Dir: true})
 	}
 	if o.enrich.path != "" && o.enrich.reload > 0 {
-		f = append(f, fileNeed{path: o.enrich.path})
+		f = append(f, fileNeed{Path: o.enrich.path})
 	}
 	return f
 }
