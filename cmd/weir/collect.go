@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
+	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/source/ipfixrecv"
 )
@@ -101,7 +98,7 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 		ExporterLimits: ipfix.ExporterLimits{Sessions: o.exporterSessions, Templates: o.exporterTmpls},
 		Decoder:        ipfix.DecoderConfig{TemplateTimeout: o.templateTimeout, DatalessTimeout: o.datalessTimeout, PEN: uint32(o.sinks.ipfixPEN)}}
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
-		t, err := serverTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
+		t, err := httpauth.ServerTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
 		if err != nil {
 			return agent.Config{}, agent.Usagef("--tls-cert/--tls-key/--tls-client-ca: %v", err)
 		}
@@ -126,28 +123,4 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 		cfg.Stats = stderr
 	}
 	return cfg, nil
-}
-
-// serverTLS builds the tls:// listeners' configuration.
-func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	if certFile == "" || keyFile == "" {
-		return nil, errors.New("tls:// needs both --tls-cert and --tls-key")
-	}
-	kp, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, err
-	}
-	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}
-	if clientCA != "" {
-		pem, err := os.ReadFile(clientCA)
-		if err != nil {
-			return nil, err
-		}
-		c.ClientCAs = x509.NewCertPool()
-		if !c.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
-		}
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return c, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
@@ -13,7 +12,6 @@ import (
 	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/pcapfilter"
 	"github.com/weir-dev/weir/internal/source/afpacket"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
@@ -63,36 +61,6 @@ type listFlag = cli.List
 // sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
 type sizeFlag = cli.Size
 
-// filterCache compiles the filter once per link type.
-type filterCache struct {
-	expr string
-	mu   sync.Mutex
-	prog map[pcapfilter.LinkType][]afpacket.Instruction
-}
-
-func (f *filterCache) forLink(l netdev.Link) ([]afpacket.Instruction, error) {
-	lt := pcapfilter.LinkEthernet
-	switch l.Type {
-	case 65534, 519: // ARPHRD_NONE (tun, wireguard), ARPHRD_RAWIP: frames start at the IP header
-		lt = pcapfilter.LinkRaw
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, ok := f.prog[lt]; ok {
-		return p, nil
-	}
-	insns, err := pcapfilter.Compile(f.expr, lt, 0)
-	if err != nil {
-		return nil, err
-	}
-	prog := make([]afpacket.Instruction, len(insns))
-	for i, in := range insns {
-		prog[i] = afpacket.Instruction{Op: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
-	}
-	f.prog[lt] = prog
-	return prog, nil
-}
-
 // afpacket is the AF_PACKET capture's configuration: checked now, opened
 // by the agent.
 func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, files []fileNeed) (func() (agent.Producer, error), error) {
@@ -116,10 +84,11 @@ func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, 
 		cfg.Views, cfg.ViewTop, cfg.ViewInterval = stdout_, o.sinks.top, l.interval
 	}
 	if l.filter != "" {
-		if _, err := pcapfilter.Compile(l.filter, pcapfilter.LinkEthernet, 0); err != nil {
+		f, err := afpacket.CompileFilter(l.filter)
+		if err != nil {
 			return nil, agent.Usagef("--filter: %v", err)
 		}
-		cfg.Filter = (&filterCache{expr: l.filter, prog: map[pcapfilter.LinkType][]afpacket.Instruction{}}).forLink
+		cfg.Filter = f
 	}
 	if _, err := (afpacket.RingConfig{Iface: "x", BlockSize: int(l.blockSize), NumBlocks: l.blocks}).Validate(); err != nil {
 		return nil, agent.Usagef("%v", err)
