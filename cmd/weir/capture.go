@@ -35,7 +35,7 @@ func runCapture(args []string, stdout_, stderr io.Writer) int {
 	var o captureOpts
 	fs := helpFlagSet("capture")
 	o.flags(fs)
-	o.sinks.enrich.logw = stderr
+	o.sinks.enrich.file.Log = stderr
 	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
 	if done {
 		return code
@@ -121,7 +121,7 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 	if o.idle <= 0 || o.active < 0 || o.linger < 0 {
 		return cfg, agent.Usagef("--idle-timeout must be positive, --active-timeout and --end-linger not negative")
 	}
-	o.sinks.store.log = stderr
+	o.sinks.store.Log = stderr
 	sinks, err := o.sinks.sinks(stdout_, m&mLive != 0 || o.sinks.store.given())
 	if err != nil {
 		return cfg, err

@@ -37,7 +37,7 @@ func runCollect(args []string, stdout_, stderr io.Writer) int {
 	var o collectOpts
 	fs := helpFlagSet("collect")
 	o.flags(fs)
-	o.sinks.enrich.logw = stderr
+	o.sinks.enrich.file.Log = stderr
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
@@ -104,7 +104,7 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 		}
 		ccfg.TLS = t
 	}
-	o.sinks.store.log = stderr
+	o.sinks.store.Log = stderr
 	sinks, err := o.sinks.sinks(stdout_, true)
 	if err != nil {
 		return agent.Config{}, err

@@ -79,8 +79,8 @@ func (o *sinkOpts) needs(s *agent.Sinks) []fileNeed {
 	if s.Store != nil {
 		f = append(f, fileNeed{Path: s.Store.Dir, Dir: true})
 	}
-	if o.enrich.path != "" && o.enrich.reload > 0 {
-		f = append(f, fileNeed{Path: o.enrich.path})
+	if o.enrich.file.Path != "" && o.enrich.reload > 0 {
+		f = append(f, fileNeed{Path: o.enrich.file.Path})
 	}
 	return f
 }
