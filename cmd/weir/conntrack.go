@@ -1,16 +1,12 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
-	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/source/conntrack"
@@ -94,52 +90,12 @@ func (o *captureOpts) conntrack(stderr io.Writer) (func() (agent.Producer, error
 		active = -1 // --active-timeout 0: never
 	}
 	nlCfg := nflog.SourceConfig{Netns: netns, Where: nsName, Groups: groups, MaxFlows: c.denyMax, IdleTimeout: o.idle, ActiveTimeout: active, Logf: log}
-	open := func() (agent.Producer, error) {
-		var ps []agent.Producer
-		if l.source == "conntrack" {
-			ct, err := conntrack.New(ctCfg)
-			if err != nil {
-				return nil, ctPrivilege(err)
-			}
-			ps = append(ps, ct)
-		}
-		if len(groups) > 0 {
-			nl, err := nflog.New(nlCfg)
-			if err != nil {
-				agent.All(ps...).Close()
-				if errors.Is(err, syscall.EBUSY) {
-					return nil, fmt.Errorf("%w (another program reads that NFLOG group: ulogd, another weir?)", err)
-				}
-				return nil, ctPrivilege(err)
-			}
-			ps = append(ps, nl)
-		}
-		return agent.All(ps...), nil
+	nf := agent.Netfilter{NFLOG: &nlCfg, Netns: nsName}
+	if l.source == "conntrack" {
+		nf.Conntrack = &ctCfg
 	}
-	return open, func() {
-		keep, why := o.ctKeep()
+	return nf.Open, func() {
+		keep, why := nf.Keep()
 		l.priv.dropCaps(stderr, "capture", keep, why, o.files...)
 	}, nil
-}
-
-// ctKeep is what the conntrack and NFLOG sources still need, and why.
-func (o *captureOpts) ctKeep() (caps.Set, string) {
-	var keep caps.Set
-	why := "nothing more is opened"
-	if o.live.source == "conntrack" {
-		keep, why = caps.Of(caps.NetAdmin), "the kernel checks every conntrack dump request"
-	}
-	if len(o.live.netns) > 0 {
-		keep |= caps.Of(caps.SysAdmin)
-		why += "; cap_sys_admin to enter namespace " + o.live.netns[0] + " again"
-	}
-	return keep, why
-}
-
-// ctPrivilege explains a permission error.
-func ctPrivilege(err error) error {
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
-		return fmt.Errorf("%w\nreading conntrack and NFLOG needs root or CAP_NET_ADMIN", err)
-	}
-	return err
 }
