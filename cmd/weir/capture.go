@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/weir-dev/weir/internal/meter"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/source/pcap"
 	"github.com/weir-dev/weir/internal/source/synthetic"
 )
 
@@ -161,32 +159,13 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 
 // replay opens the capture files or the synthetic traffic, and the meter.
 func (o *captureOpts) replay(stderr io.Writer) (func() (agent.Producer, error), error) {
-	mcfg := meter.Config{Table: o.table(), Decoder: packet.Config{Decap: o.decap}}
+	r := agent.Replay{Meter: meter.Config{Table: o.table(), Decoder: packet.Config{Decap: o.decap}}, Files: o.read, Logf: logf(stderr, "capture")}
 	if o.synth != "" {
 		scfg, err := synthetic.ParseSpec(o.synth)
 		if err != nil {
 			return nil, agent.Usagef("--synthetic: %v", err)
 		}
-		return func() (agent.Producer, error) {
-			src, err := synthetic.New(scfg)
-			if err != nil {
-				return nil, agent.Usagef("--synthetic: %v", err)
-			}
-			return producer(meter.NewReplay(meter.ReplayConfig{Meter: mcfg, Source: src}))
-		}, nil
+		r.Synthetic = &scfg
 	}
-	return func() (agent.Producer, error) {
-		files, err := pcap.OpenFiles(o.read, os.Stdin)
-		if errors.Is(err, pcap.ErrStdinTwice) {
-			return nil, agent.Usagef("%v", err)
-		} else if err != nil {
-			return nil, err
-		}
-		r, err := meter.NewReplay(meter.ReplayConfig{Meter: mcfg, Source: files, Logf: logf(stderr, "capture")})
-		if err != nil {
-			files.Close()
-			return nil, agent.Usagef("%v", err)
-		}
-		return r, nil
-	}, nil
+	return r.Open, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
 )
 
@@ -113,27 +112,9 @@ func (o *queryOpts) check(fs *flag.FlagSet, pos []string) (query.Format, *query.
 	o.args.Ifaces = o.sel.Ifaces
 	q, err := o.args.Build(time.Now())
 	if err == nil {
-		err = o.loadAuth()
+		o.auth, err = query.LoadLiveAuth(o.liveToken, o.liveCA)
 	}
 	return format, q, err
-}
-
-// loadAuth reads --api-token-file and --api-ca.
-func (o *queryOpts) loadAuth() error {
-	if o.liveToken != "" {
-		tok, err := httpauth.LoadToken(o.liveToken)
-		if err != nil {
-			return fmt.Errorf("--api-token-file: %w", err)
-		}
-		o.auth.Token = string(tok)
-	}
-	var err error
-	if o.liveCA != "" {
-		if o.auth.TLS, err = httpauth.ClientTLS(o.liveCA); err != nil {
-			return fmt.Errorf("--api-ca: %w", err)
-		}
-	}
-	return nil
 }
 
 // syntaxFail prints a mistake on the command line, with a caret under a

@@ -1,0 +1,28 @@
+package query
+
+import (
+	"fmt"
+
+	"github.com/weir-dev/weir/internal/httpauth"
+)
+
+// LoadLiveAuth reads a running capture's bearer token (tokenFile) and
+// the CA that signed its certificate (caFile), either of them "": none.
+// Errors name weir query's flags, --api-token-file and --api-ca.
+func LoadLiveAuth(tokenFile, caFile string) (LiveAuth, error) {
+	var a LiveAuth
+	if tokenFile != "" {
+		tok, err := httpauth.LoadToken(tokenFile)
+		if err != nil {
+			return a, fmt.Errorf("--api-token-file: %w", err)
+		}
+		a.Token = string(tok)
+	}
+	if caFile != "" {
+		var err error
+		if a.TLS, err = httpauth.ClientTLS(caFile); err != nil {
+			return a, fmt.Errorf("--api-ca: %w", err)
+		}
+	}
+	return a, nil
+}
