@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -42,17 +40,7 @@ func runCapture(args []string, stdout_, stderr io.Writer) int {
 	if err != nil {
 		return exitStatus(stderr, "capture", err)
 	}
-	if o.live.cpuProfile != "" {
-		f, err := os.Create(o.live.cpuProfile)
-		if err == nil {
-			defer f.Close()
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			return exitStatus(stderr, "capture", agent.Usagef("--cpuprofile: %v", err))
-		}
-		defer pprof.StopCPUProfile()
-	}
+	cfg.CPUProfile = o.live.cpuProfile
 	return exitStatus(stderr, "capture", agent.Run(context.Background(), cfg))
 }
 
@@ -127,7 +115,7 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 	if m&mReplay != 0 && !isSet(fs, "node-name") {
 		sinks.Node = "" // a file was not observed here
 	}
-	o.files = o.sinks.needs(&sinks)
+	o.files = sinks.Needs(o.sinks.enrich.file.Path)
 	cfg = agent.Config{Sinks: sinks, Log: stderr, HTTP: agent.HTTP{Addr: "off"}}
 	if o.stats {
 		cfg.Stats = stderr

@@ -96,14 +96,14 @@ func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, err
 	}
-	files := o.sinks.needs(&sinks)
+	files := sinks.Needs(o.sinks.enrich.file.Path)
 	cfg := agent.Config{Sinks: sinks, Log: stderr, Live: true, QueueDepth: o.queueDepth, Duration: o.duration, HTTP: o.http.HTTP, API: o.http.api,
 		Open: func() (agent.Producer, error) {
 			c, err := ipfixrecv.New(ccfg)
 			if errors.Is(err, ipfixrecv.ErrListen) {
 				return nil, agent.Usagef("--listen: %v", err)
 			}
-			return producer(c, err)
+			return agent.Of(c, err)
 		},
 		Ready: func() { o.priv.dropCaps(stderr, "collect", 0, "", files...) }} // every socket is bound
 	if o.stats {

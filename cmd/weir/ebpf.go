@@ -64,7 +64,7 @@ func (o *captureOpts) ebpf(fs *flag.FlagSet, sel *netdev.Selector, stderr io.Wri
 		if errors.Is(err, ebpf.ErrConfig) {
 			return nil, agent.Usagef("%v", err)
 		}
-		return producer(s, err)
+		return agent.Of(s, err)
 	}
 	return open, func() {
 		o.live.priv.dropCaps(stderr, "capture", cfg.Keep(), "to attach to interfaces that appear later", o.files...)

@@ -9,11 +9,8 @@ import (
 	"github.com/weir-dev/weir/internal/cli"
 )
 
-// newFlagSet returns a command's flag set with its help (cli.WriteHelp)
-// and --config.
-func newFlagSet(name, usageLine, description, examples string) *flag.FlagSet {
-	return cli.NewFlagSet(name, usageLine, description, examples)
-}
+// newFlagSet returns a command's flag set with its help and --config.
+var newFlagSet = cli.NewFlagSet
 
 // helpFiles are the commands' help texts, help/NAME.txt (spaces in NAME
 // as dashes): the usage line, a blank line, the description, then

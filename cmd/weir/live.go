@@ -102,17 +102,5 @@ func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, 
 	}, nil
 }
 
-// producer turns a constructor's result into the agent's.
-func producer[P agent.Producer](p P, err error) (agent.Producer, error) {
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // logf returns a printf to stderr as weir cmd.
-func logf(stderr io.Writer, cmd string) func(string, ...any) {
-	return func(format string, args ...any) {
-		fmt.Fprintf(stderr, "weir "+cmd+": "+format+"\n", args...)
-	}
-}
+var logf = cli.Logf

@@ -120,13 +120,7 @@ func (o *queryOpts) check(fs *flag.FlagSet, pos []string) (query.Format, *query.
 // syntaxFail prints a mistake on the command line, with a caret under a
 // query-string mistake.
 func syntaxFail(stderr io.Writer, err error) int {
-	var se *query.SyntaxError
-	var ae *query.ArgError
-	if errors.As(err, &ae) && errors.As(err, &se) {
-		fmt.Fprintf(stderr, "weir query: %s: %s\n%s\n", ae.Part, se.Msg, se.Caret())
-	} else {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-	}
+	fmt.Fprintf(stderr, "weir query: %s\n", query.Describe(err))
 	return exitUsage
 }
 

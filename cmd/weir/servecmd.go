@@ -67,17 +67,11 @@ func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	} else if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	scheme, auth, what := "http", "no token (loopback)", "store "+o.dir
-	if srv.Listener.TLS {
-		scheme = "https"
-	}
-	if srv.Listener.Token != nil {
-		auth = "bearer token from " + o.tokenFile
-	}
+	what := "store " + o.dir
 	if o.ch.url != "" {
 		what = "ClickHouse " + o.ch.url + " database " + o.ch.db
 	}
-	fmt.Fprintf(stderr, "weir serve: %s://%s/ — %s, %s\n", scheme, srv.Listener.Addr(), what, auth)
+	fmt.Fprintf(stderr, "weir serve: %s\n", srv.Announce(what, o.tokenFile))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := srv.Run(ctx); err != nil {

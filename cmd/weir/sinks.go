@@ -71,16 +71,3 @@ func (o *sinkOpts) sinks(stdout_ io.Writer, withStore bool) (agent.Sinks, error)
 	}
 	return s, nil
 }
-
-// needs are the files a running capture or collector still touches: the
-// store's directory and the --enrich file it reloads.
-func (o *sinkOpts) needs(s *agent.Sinks) []fileNeed {
-	var f []fileNeed
-	if s.Store != nil {
-		f = append(f, fileNeed{Path: s.Store.Dir, Dir: true})
-	}
-	if o.enrich.file.Path != "" && o.enrich.reload > 0 {
-		f = append(f, fileNeed{Path: o.enrich.file.Path})
-	}
-	return f
-}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"strings"
 )
 
@@ -77,4 +79,25 @@ func WriteGroup(stdout, stderr io.Writer, group []Command, args []string) int {
 	WriteIndex(w, named)
 	fmt.Fprintf(w, "\nRun 'weir %s COMMAND --help' for a command's flags.\n", args[0])
 	return code
+}
+
+// VersionLine is what 'weir version' prints: the version, the commit it
+// was built from (when the build recorded it), Go and the platform.
+func VersionLine(version string) string {
+	commit := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("weir %s (commit %s, %s, %s/%s)", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// Logf returns a printf to w whose lines read "weir CMD: ...".
+func Logf(w io.Writer, cmd string) func(format string, a ...any) {
+	return func(format string, a ...any) {
+		fmt.Fprintf(w, "weir "+cmd+": "+format+"\n", a...)
+	}
 }

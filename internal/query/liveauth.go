@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/weir-dev/weir/internal/httpauth"
@@ -25,4 +26,16 @@ func LoadLiveAuth(tokenFile, caFile string) (LiveAuth, error) {
 		}
 	}
 	return a, nil
+}
+
+// Describe is err as a command line shows it: a mistake in a query
+// string as "PART: MESSAGE" with a caret line under the mistake, any
+// other error as is.
+func Describe(err error) string {
+	var se *SyntaxError
+	var ae *ArgError
+	if errors.As(err, &ae) && errors.As(err, &se) {
+		return fmt.Sprintf("%s: %s\n%s", ae.Part, se.Msg, se.Caret())
+	}
+	return err.Error()
 }
