@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/cli"
+	"github.com/weir-dev/weir/internal/store"
 )
 
 // runStoreCheck is 'weir store check'.
@@ -32,8 +34,7 @@ func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
 func runStoreStats(args []string, stdout_, stderr io.Writer) int {
 	var dir string
 	fs := helpFlagSet("store stats")
-	fs.StringVar(&dir, "data-dir", defaultDataDir(), "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&dir, "d", defaultDataDir(), "short for --data-dir")
+	cli.DataDirVar(fs, &dir, "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
