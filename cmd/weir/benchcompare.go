@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/weir-dev/weir/internal/bench/report"
 	"github.com/weir-dev/weir/internal/bench/result"
@@ -24,7 +23,7 @@ func runBenchCompare(args []string, stdout_, stderr io.Writer) int {
 	}
 	var runs []*result.Run
 	for _, f := range files {
-		r, err := readResult(f)
+		r, err := result.ReadFile(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "weir bench compare: %s: %v\n", f, err)
 			return exitFailure
@@ -38,27 +37,11 @@ func runBenchCompare(args []string, stdout_, stderr io.Writer) int {
 		return exitFailure
 	}
 	if html != "" {
-		f, err := os.Create(html)
-		if err == nil {
-			err = report.WriteHTML(f, c)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
+		if err := report.WriteHTMLFile(html, c); err != nil {
 			fmt.Fprintf(stderr, "weir bench compare: %v\n", err)
 			return exitFailure
 		}
 		fmt.Fprintf(stderr, "weir bench compare: report written to %s\n", html)
 	}
 	return exitOK
-}
-
-func readResult(path string) (*result.Run, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return result.Read(f)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/weir-dev/weir/internal/bench/profile"
 	"github.com/weir-dev/weir/internal/bench/report"
-	"github.com/weir-dev/weir/internal/bench/result"
 	"github.com/weir-dev/weir/internal/bench/runner"
 	"github.com/weir-dev/weir/internal/testhost"
 )
@@ -75,7 +74,7 @@ func runBenchRun(args []string, stdout_, stderr io.Writer) int {
 	start := time.Now()
 	run, err := runner.Run(ctx, cfg)
 	if run != nil {
-		if err := writeRunResult(run, jsonOut, stdout_, stderr); err != nil {
+		if err := report.WriteRunOutputs(run, jsonOut, stdout_, stderr); err != nil {
 			fmt.Fprintf(stderr, "weir bench run: %v\n", err)
 			return exitFailure
 		}
@@ -93,23 +92,6 @@ func runBenchRun(args []string, stdout_, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "weir bench: done in %v\n", time.Since(start).Round(time.Millisecond))
 	return exitOK
-}
-
-// writeRunResult prints the run's tables (its JSON with --json -) and writes
-// the --json file.
-func writeRunResult(run *result.Run, jsonOut string, stdout, stderr io.Writer) error {
-	if jsonOut == "-" {
-		return run.Write(stdout)
-	}
-	_ = report.WriteRun(stdout, run) // to stdout: nowhere else to report
-	if jsonOut == "" {
-		return nil
-	}
-	if err := run.WriteFile(jsonOut); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "weir bench: result written to %s\n", jsonOut)
-	return nil
 }
 
 // runBenchChild is `weir bench _child server|client`: one side of a bench

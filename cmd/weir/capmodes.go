@@ -2,13 +2,13 @@ package main
 
 import (
 	"flag"
-	"strings"
 
 	"github.com/weir-dev/weir/internal/agent"
+	"github.com/weir-dev/weir/internal/cli"
 )
 
 // mode is what a capture reads.
-type mode uint8
+type mode = uint
 
 const (
 	mRead mode = 1 << iota
@@ -25,19 +25,15 @@ const (
 // flagModes says which modes the capture flags apply to, and what to say
 // when one is given elsewhere; a flag not listed applies to every mode.
 // A name ending in '-' is a prefix.
-var flagModes = []struct {
-	names string
-	modes mode
-	need  string
-}{
-	{"workers filter ring- interval", mAFPacket, "need live capture (-i) with --source afpacket"},
-	{"source duration queue-depth cpuprofile drop-privileges metrics- api-", mLive, "need live capture (-i, or --source conntrack|nflog)"},
-	{"ebpf- sampling sample-flows", mEBPF, "need --source ebpf"},
-	{"netns", mEBPF | mConntrack | mNFLOG, "need --source ebpf, conntrack or nflog"},
-	{"ct-", mConntrack, "need --source conntrack"},
-	{"nflog-", mConntrack | mNFLOG, "need --source conntrack or nflog"},
-	{"interface i end-linger max-flows", mReplay | mAFPacket | mEBPF, "do not apply to --source conntrack or nflog"},
-	{"decap", mReplay | mAFPacket, "needs the packets: --read, or -i with --source afpacket"},
+var flagModes = []cli.ModeRule{
+	{Names: "workers filter ring- interval", Modes: mAFPacket, Need: "need live capture (-i) with --source afpacket"},
+	{Names: "source duration queue-depth cpuprofile drop-privileges metrics- api-", Modes: mLive, Need: "need live capture (-i, or --source conntrack|nflog)"},
+	{Names: "ebpf- sampling sample-flows", Modes: mEBPF, Need: "need --source ebpf"},
+	{Names: "netns", Modes: mEBPF | mConntrack | mNFLOG, Need: "need --source ebpf, conntrack or nflog"},
+	{Names: "ct-", Modes: mConntrack, Need: "need --source conntrack"},
+	{Names: "nflog-", Modes: mConntrack | mNFLOG, Need: "need --source conntrack or nflog"},
+	{Names: "interface i end-linger max-flows", Modes: mReplay | mAFPacket | mEBPF, Need: "do not apply to --source conntrack or nflog"},
+	{Names: "decap", Modes: mReplay | mAFPacket, Need: "needs the packets: --read, or -i with --source afpacket"},
 }
 
 // mode says which input the flags ask for: exactly one.
@@ -75,33 +71,8 @@ func (o *captureOpts) mode() (mode, error) {
 // checkModes refuses the flags given that do not apply to m, by the
 // table above: one message per row.
 func checkModes(fs *flag.FlagSet, m mode) error {
-	bad := make([][]string, len(flagModes))
-	fs.Visit(func(f *flag.Flag) {
-		for i, row := range flagModes {
-			if row.modes&m == 0 && matches(row.names, f.Name) {
-				dash := "--"
-				if len(f.Name) == 1 {
-					dash = "-"
-				}
-				bad[i] = append(bad[i], dash+f.Name)
-			}
-		}
-	})
-	for i, names := range bad {
-		if len(names) > 0 {
-			return agent.Usagef("%s %s", strings.Join(names, ", "), flagModes[i].need)
-		}
+	if err := cli.CheckModes(fs, flagModes, m); err != nil {
+		return agent.Usagef("%v", err)
 	}
 	return nil
-}
-
-// matches reports whether name is one of the space-separated names, or
-// starts with one of them that ends in '-'.
-func matches(names, name string) bool {
-	for _, n := range strings.Fields(names) {
-		if n == name || strings.HasSuffix(n, "-") && strings.HasPrefix(name, n) {
-			return true
-		}
-	}
-	return false
 }

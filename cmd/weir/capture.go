@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime/pprof"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,47 +12,8 @@ import (
 	"github.com/weir-dev/weir/internal/meter"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/source/pcap"
 	"github.com/weir-dev/weir/internal/source/synthetic"
 )
-
-const captureExamples = `  # Watch eth0 live: top flows every 5s, metrics on 127.0.0.1:9464/metrics
-  sudo weir capture -i eth0
-
-  # Every interface but loopback, two workers, only web traffic, JSON records
-  sudo weir capture -i any --workers 2 --filter 'tcp port 80 or tcp port 443' -o json
-
-  # Interfaces by pattern (picked up as they appear), for one minute
-  sudo weir capture -i '/^veth/' --duration 1m
-
-  # Count flows in the kernel (eBPF, TCX) on every veth, here and in namespace pod1
-  sudo weir capture --source ebpf -i '/^veth/' --netns pod1 --ebpf-max-flows 200000 --stats
-
-  # Top 20 flows of a capture file (pcap or pcapng, gzip or zstd compressed), by bytes
-  weir capture --read trace.pcapng
-
-  # Rotated captures as one stream (flows spanning files are one flow), and a pipe
-  weir capture --read trace.pcap0 trace.pcap1 trace.pcap2.gz -o json
-  tcpdump -i eth0 -w - | weir capture --read -
-
-  # Pod-to-pod flows on a Kubernetes node's uplink: key VXLAN/Geneve packets by the pods
-  weir capture --read uplink.pcap --decap vxlan,geneve -o json
-
-  # Every record as a JSON line (fields: docs/record.md), counters on stderr
-  weir capture --read trace.pcap --output=json --stats > flows.jsonl
-
-  # Short timeouts: report long flows every 10s, forget idle ones after 5s
-  weir capture --read trace.pcap --active-timeout=10s --idle-timeout=5s -o table --top=0
-
-  # Connections from conntrack, with NAT, plus packets dropped by 'log group 5 drop' rules
-  sudo weir capture --source conntrack --nflog-group 5 --ct-poll-interval 2s -o json
-
-  # Label records with workloads and services (examples/inventory.yaml)
-  weir capture --read trace.pcap --enrich inventory.yaml -o json
-
-  # Deterministic synthetic traffic, for benchmarks and memory checks
-  weir capture --synthetic flows=100000,packets=5000000,ipv6=0.5 --max-flows=100000 -o none --stats
-`
 
 type captureOpts struct {
 	read                 listFlag // --read files, in order; "-" is standard input
@@ -72,58 +29,9 @@ type captureOpts struct {
 
 func runCapture(args []string, stdout_, stderr io.Writer) int {
 	var o captureOpts
-	fs := newFlagSet("capture", "weir capture (-i IFACE... | --read FILE... | --synthetic SPEC | --source conntrack|nflog) [flags]",
-		`Meter packets into bidirectional flow records. Each record counts both
-directions of a conversation (bytes are IP total lengths) and says why it was
-emitted: idle, active, end, full, eof or shutdown. On SIGINT/SIGTERM every
-flow in the table is flushed before weir exits.
-
-Live capture (-i) reads AF_PACKET rings and needs root or CAP_NET_RAW (plus
-CAP_NET_ADMIN for the kernel filter). A packet seen on several captured
-interfaces (both ends of a veth, a bridge and its port, routed in and out) is
-counted once: each direction of a flow at the interface that saw it first.
-
-With --source ebpf, TCX programs on the selected interfaces count packets
-into a kernel map (--ebpf-max-flows entries), drained every
---ebpf-evict-interval into the same flow table; packets the map has no room
-for reach user space through a ring and are counted by the same rule. It
-needs root (or CAP_BPF, CAP_NET_ADMIN, CAP_PERFMON).
-
-With --source conntrack, the kernel's connection tracking table is the
-input (no -i): dumped every --ct-poll-interval, with the event stream in
-between, into a bounded connection store that emits delta records with the
-post-NAT addresses (nat_*) of translated connections. --nflog-group N adds
-the packets that firewall rules log to that group and drop, as deny flows
-(verdict deny, the log prefix as the rule); --source nflog reads only those.
-Both need root or CAP_NET_ADMIN.
-
---read takes pcap and pcapng files, gzip- or zstd-compressed or not (told
-by their first bytes), '-' for standard input, and several files (repeat
---read or list them after it): they are read in order as one capture, so
-the timeouts run across the files and a flow spanning two files is one
-flow. Link types: Ethernet (VLAN tags, PPPoE, MPLS, Ethernet pseudowires),
-Linux cooked v1/v2, raw IP, BSD loopback (null, loop), NFLOG, PPP, PPPoE, Cisco
-HDLC.
-
-Tunnels are keyed by their outer header. --decap vxlan,geneve,gre,ipip
-keys their packets by the packet inside instead (its addresses, ports and
-IP length), with the outer endpoints as tunnel_src/tunnel_dst (docs/record.md).
-
-With --enrich FILE, every record is labelled before it reaches any sink
-(stdout, the store, --export) from an inventory of workloads (address or
-prefix → name, namespace, node; the longest prefix wins) and load
-balancers (VIP:port → service, backends, group): src_workload,
-dst_workload, service and service_match (vip, nat, backend, ambiguous) in
-JSON records. The file (YAML or JSON, docs/enrich.md) is checked every
---enrich-reload and reloaded when it changes; a bad file is logged and
-counted (weir_enrich_reload_errors_total) and the previous inventory kept.
-
-Once the live sources are open, weir gives up the capabilities it no longer
-needs, on every thread (AF_PACKET keeps CAP_NET_RAW for interfaces that
-appear later, conntrack CAP_NET_ADMIN; README lists each source), and says
-what it kept; --drop-privileges=false keeps them all.`, captureExamples)
+	fs := helpFlagSet("capture")
 	o.flags(fs)
-	o.sinks.enrich.logw = stderr
+	o.sinks.enrich.file.Log = stderr
 	pos, done, code := parseInterleaved(fs, args, stdout_, stderr)
 	if done {
 		return code
@@ -132,17 +40,7 @@ what it kept; --drop-privileges=false keeps them all.`, captureExamples)
 	if err != nil {
 		return exitStatus(stderr, "capture", err)
 	}
-	if o.live.cpuProfile != "" {
-		f, err := os.Create(o.live.cpuProfile)
-		if err == nil {
-			defer f.Close()
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			return exitStatus(stderr, "capture", agent.Usagef("--cpuprofile: %v", err))
-		}
-		defer pprof.StopCPUProfile()
-	}
+	cfg.CPUProfile = o.live.cpuProfile
 	return exitStatus(stderr, "capture", agent.Run(context.Background(), cfg))
 }
 
@@ -175,6 +73,15 @@ func exitStatus(stderr io.Writer, cmd string, err error) int {
 	return agent.ExitCode(err)
 }
 
+// exitErr says err in one message (a server's answer may span lines) and
+// returns the exit status.
+func exitErr(stderr io.Writer, cmd string, err error) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "weir %s: %v\n", cmd, err)
+	}
+	return agent.ExitCode(err)
+}
+
 // table is the flow table's configuration.
 func (o *captureOpts) table() meter.TableConfig {
 	return meter.TableConfig{MaxFlows: o.maxFlows, IdleTimeout: o.idle, ActiveTimeout: o.active, EndLinger: o.linger}
@@ -200,7 +107,7 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 	if o.idle <= 0 || o.active < 0 || o.linger < 0 {
 		return cfg, agent.Usagef("--idle-timeout must be positive, --active-timeout and --end-linger not negative")
 	}
-	o.sinks.store.log = stderr
+	o.sinks.store.Log = stderr
 	sinks, err := o.sinks.sinks(stdout_, m&mLive != 0 || o.sinks.store.given())
 	if err != nil {
 		return cfg, err
@@ -208,7 +115,7 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 	if m&mReplay != 0 && !isSet(fs, "node-name") {
 		sinks.Node = "" // a file was not observed here
 	}
-	o.files = o.sinks.needs(&sinks)
+	o.files = sinks.Needs(o.sinks.enrich.file.Path)
 	cfg = agent.Config{Sinks: sinks, Log: stderr, HTTP: agent.HTTP{Addr: "off"}}
 	if o.stats {
 		cfg.Stats = stderr
@@ -240,75 +147,13 @@ func (o *captureOpts) config(fs *flag.FlagSet, pos []string, stdout_, stderr io.
 
 // replay opens the capture files or the synthetic traffic, and the meter.
 func (o *captureOpts) replay(stderr io.Writer) (func() (agent.Producer, error), error) {
-	mcfg := meter.Config{Table: o.table(), Decoder: packet.Config{Decap: o.decap}}
+	r := agent.Replay{Meter: meter.Config{Table: o.table(), Decoder: packet.Config{Decap: o.decap}}, Files: o.read, Logf: logf(stderr, "capture")}
 	if o.synth != "" {
-		scfg, err := parseSynthetic(o.synth)
+		scfg, err := synthetic.ParseSpec(o.synth)
 		if err != nil {
 			return nil, agent.Usagef("--synthetic: %v", err)
 		}
-		return func() (agent.Producer, error) {
-			src, err := synthetic.New(scfg)
-			if err != nil {
-				return nil, agent.Usagef("--synthetic: %v", err)
-			}
-			return producer(meter.NewReplay(meter.ReplayConfig{Meter: mcfg, Source: src}))
-		}, nil
+		r.Synthetic = &scfg
 	}
-	return func() (agent.Producer, error) {
-		files, err := pcap.OpenFiles(o.read, os.Stdin)
-		if errors.Is(err, pcap.ErrStdinTwice) {
-			return nil, agent.Usagef("%v", err)
-		} else if err != nil {
-			return nil, err
-		}
-		r, err := meter.NewReplay(meter.ReplayConfig{Meter: mcfg, Source: files, Logf: logf(stderr, "capture")})
-		if err != nil {
-			files.Close()
-			return nil, agent.Usagef("%v", err)
-		}
-		return r, nil
-	}, nil
-}
-
-// parseSynthetic parses "flows=1000,packets=1e6,ipv6=0.5,udp=0.3,seed=7".
-func parseSynthetic(spec string) (synthetic.Config, error) {
-	cfg := synthetic.Config{Flows: 1000, Packets: 100000, IPv6Share: 0.5, UDPShare: 0.5,
-		MinPayload: 0, MaxPayload: 1400, Seed: 1, Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano(), StepNs: 1000}
-	ints := map[string]*int{"flows": &cfg.Flows, "packets": &cfg.Packets, "min-payload": &cfg.MinPayload, "max-payload": &cfg.MaxPayload}
-	floats := map[string]*float64{"ipv6": &cfg.IPv6Share, "udp": &cfg.UDPShare}
-	for _, kv := range strings.Split(spec, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok {
-			return cfg, fmt.Errorf("%q is not key=value", kv)
-		}
-		var err error
-		switch {
-		case ints[k] != nil:
-			*ints[k], err = atoi(v)
-		case floats[k] != nil:
-			*floats[k], err = strconv.ParseFloat(v, 64)
-		case k == "seed":
-			var n int
-			n, err = atoi(v)
-			cfg.Seed = int64(n)
-		default:
-			return cfg, fmt.Errorf("unknown key %q (flows, packets, ipv6, udp, seed, min-payload, max-payload)", k)
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("%s: %v", k, err)
-		}
-	}
-	return cfg, nil
-}
-
-// atoi accepts plain integers and float notation such as 1e6.
-func atoi(s string) (int, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f != float64(int(f)) {
-		return 0, fmt.Errorf("%q is not an integer", s)
-	}
-	return int(f), nil
+	return r.Open, nil
 }

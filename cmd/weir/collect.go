@@ -2,67 +2,34 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
+	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/ipfix"
 	"github.com/weir-dev/weir/internal/source/ipfixrecv"
 )
 
-const collectExamples = `Examples:
-  # Collect IPFIX and NetFlow v9/v5 on the standard port (loopback), store it
-  weir collect
-
-  # From the network, UDP and TLS; also re-export to another collector
-  weir collect --listen udp://0.0.0.0:4739 --listen tls://0.0.0.0:4740 \
-      --tls-cert server.pem --tls-key server.key --export ipfix+udp://10.0.0.9:4739
-
-  # Print what arrives, one JSON record per flow, for 30 seconds
-  weir collect --duration 30s -o json --data-dir off
-`
-
 type collectOpts struct {
-	listen                       listFlag
-	sockets, queueDepth          int
+	rc                           ipfixrecv.Config // bound to its flags directly
+	queueDepth                   int
 	duration                     time.Duration
-	templateTimeout              time.Duration
 	tlsCert, tlsKey, tlsClientCA string
 	http                         httpOpts
 	priv                         privOpts
 	stats                        bool
 	sinks                        sinkOpts
-	// Bounds of what exporters and clients control.
-	handshakeTimeout, idleConnTimeout time.Duration
-	messageTimeout                    time.Duration
-	maxConns, maxConnsPerSource       int
-	templateBudget                    sizeFlag
-	exporterSessions, exporterTmpls   int
-	datalessTimeout, maxClockSkew     time.Duration
-	maxIfacesPerExporter              int
+	templateBudget               sizeFlag
 }
 
 func runCollect(args []string, stdout_, stderr io.Writer) int {
 	var o collectOpts
-	fs := newFlagSet("collect", "weir collect [--listen URL]... [flags]",
-		`Receive flow records from exporters (routers, softflowd, nfprobe, another
-weir): IPFIX over UDP, TCP or TLS, and NetFlow v9 and v5 over UDP. Records go
-to the same places captured ones do: the store (queried with 'weir query'),
-stdout, and --export destinations. Templates are kept per exporter and
-observation domain (per connection for TCP/TLS) and expire when not
-refreshed; options templates (e.g. sampling) are decoded and kept. With
---ipfix-pen, weir's enterprise elements under that number (workloads,
-service, rule, conntrack mark and zone) are read too. Malformed
-messages are counted by reason (--stats, weir_collector_* metrics), never
-fatal.`, collectExamples)
+	fs := helpFlagSet("collect")
 	o.flags(fs)
-	o.sinks.enrich.logw = stderr
+	o.sinks.enrich.file.Log = stderr
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
@@ -74,10 +41,9 @@ fatal.`, collectExamples)
 }
 
 func (o *collectOpts) flags(fs *flag.FlagSet) {
-
-	fs.Var(&o.listen, "listen", "receive on `url`: udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT; repeatable (default "+ipfixrecv.DefaultListen+")")
-	fs.IntVar(&o.sockets, "sockets", 0, "SO_REUSEPORT sockets (and goroutines) per UDP address (0: one per CPU)")
-	fs.DurationVar(&o.templateTimeout, "template-timeout", 30*time.Minute, "forget a UDP exporter's template not refreshed for this long")
+	fs.Var((*listFlag)(&o.rc.Listen), "listen", "receive on `url`: udp://HOST:PORT, tcp://HOST:PORT or tls://HOST:PORT; repeatable (default "+ipfixrecv.DefaultListen+")")
+	fs.IntVar(&o.rc.Sockets, "sockets", 0, "SO_REUSEPORT sockets (and goroutines) per UDP address (0: one per CPU)")
+	fs.DurationVar(&o.rc.Decoder.TemplateTimeout, "template-timeout", 30*time.Minute, "forget a UDP exporter's template not refreshed for this long")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate `file` for tls:// listeners")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM key `file` of --tls-cert")
 	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "require exporters' client certificates signed by the CA in this PEM `file`")
@@ -86,91 +52,63 @@ func (o *collectOpts) flags(fs *flag.FlagSet) {
 	o.http.flags(fs, "127.0.0.1:9465", "Prometheus metrics (/metrics)")
 	o.priv.flags(fs)
 	fs.BoolVar(&o.stats, "stats", false, "print counters (messages, records, errors by reason, records lost, socket drops) to stderr at exit")
-	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", ipfixrecv.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
-	fs.DurationVar(&o.idleConnTimeout, "idle-conn-timeout", ipfixrecv.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
-	fs.DurationVar(&o.messageTimeout, "message-timeout", ipfixrecv.DefaultMessageTimeout, "close a tcp:// or tls:// connection whose message is not complete this long after its first byte")
-	fs.IntVar(&o.maxConns, "max-conns", ipfixrecv.DefaultMaxConns, "TCP/TLS connections served at once; a new one past it evicts the one longest without a complete message, counted")
-	fs.IntVar(&o.maxConnsPerSource, "max-conns-per-source", ipfixrecv.DefaultMaxConnsPerSource, "TCP/TLS connections served at once from one source address")
+	fs.DurationVar(&o.rc.HandshakeTimeout, "handshake-timeout", ipfixrecv.DefaultHandshakeTimeout, "close a tls:// connection whose handshake takes longer")
+	fs.DurationVar(&o.rc.IdleConnTimeout, "idle-conn-timeout", ipfixrecv.DefaultIdleConnTimeout, "close a tcp:// or tls:// connection that sends nothing for this long")
+	fs.DurationVar(&o.rc.MessageTimeout, "message-timeout", ipfixrecv.DefaultMessageTimeout, "close a tcp:// or tls:// connection whose message is not complete this long after its first byte")
+	fs.IntVar(&o.rc.MaxConns, "max-conns", ipfixrecv.DefaultMaxConns, "TCP/TLS connections served at once; a new one past it evicts the one longest without a complete message, counted")
+	fs.IntVar(&o.rc.MaxConnsPerSource, "max-conns-per-source", ipfixrecv.DefaultMaxConnsPerSource, "TCP/TLS connections served at once from one source address")
 	o.templateBudget = ipfix.DefaultBudget
 	fs.Var(&o.templateBudget, "template-budget", "memory `size` for all exporters' templates and sessions (64MiB); one exporter address may hold 1/16 of it")
-	fs.IntVar(&o.exporterSessions, "exporter-sessions", ipfix.DefaultExporterSessions, "sessions (observation domains; over UDP, source ports too) one exporter address may hold; past it its least recently used goes")
-	fs.IntVar(&o.exporterTmpls, "exporter-templates", ipfix.DefaultExporterTemplates, "templates one exporter address may hold; past it its least recently used session goes")
-	fs.DurationVar(&o.datalessTimeout, "dataless-timeout", ipfix.DefaultDatalessTimeout, "forget a UDP exporter's session (its templates) that sent no flow record for this long after it began")
-	fs.DurationVar(&o.maxClockSkew, "max-clock-skew", ipfixrecv.DefaultMaxClockSkew, "give records whose times are further than this from the receive time the receive time (0: keep times as sent)")
-	fs.IntVar(&o.maxIfacesPerExporter, "max-ifaces-per-exporter", ipfixrecv.DefaultMaxIfacesPerExporter, "distinct interface names one exporter address may introduce; later ones become \"(other)\"")
+	fs.IntVar(&o.rc.ExporterLimits.Sessions, "exporter-sessions", ipfix.DefaultExporterSessions, "sessions (observation domains; over UDP, source ports too) one exporter address may hold; past it its least recently used goes")
+	fs.IntVar(&o.rc.ExporterLimits.Templates, "exporter-templates", ipfix.DefaultExporterTemplates, "templates one exporter address may hold; past it its least recently used session goes")
+	fs.DurationVar(&o.rc.Decoder.DatalessTimeout, "dataless-timeout", ipfix.DefaultDatalessTimeout, "forget a UDP exporter's session (its templates) that sent no flow record for this long after it began")
+	fs.DurationVar(&o.rc.MaxClockSkew, "max-clock-skew", ipfixrecv.DefaultMaxClockSkew, "give records whose times are further than this from the receive time the receive time (0: keep times as sent)")
+	fs.IntVar(&o.rc.MaxIfacesPerExporter, "max-ifaces-per-exporter", ipfixrecv.DefaultMaxIfacesPerExporter, "distinct interface names one exporter address may introduce; later ones become \"(other)\"")
 	o.sinks.flags(fs, false)
 }
 
 // config checks the flags and turns them into the agent's configuration.
 func (o *collectOpts) config(stdout_, stderr io.Writer) (agent.Config, error) {
-	if o.queueDepth < 1 || o.duration < 0 || o.templateTimeout <= 0 {
+	c := &o.rc
+	if o.queueDepth < 1 || o.duration < 0 || c.Decoder.TemplateTimeout <= 0 {
 		return agent.Config{}, agent.Usagef("--queue-depth must be at least 1, --duration not negative, --template-timeout positive")
 	}
-	if o.handshakeTimeout <= 0 || o.idleConnTimeout <= 0 || o.messageTimeout <= 0 || o.datalessTimeout <= 0 || o.maxClockSkew < 0 {
+	if c.HandshakeTimeout <= 0 || c.IdleConnTimeout <= 0 || c.MessageTimeout <= 0 || c.Decoder.DatalessTimeout <= 0 || c.MaxClockSkew < 0 {
 		return agent.Config{}, agent.Usagef("--handshake-timeout, --idle-conn-timeout, --message-timeout and --dataless-timeout must be positive, --max-clock-skew not negative")
 	}
-	if o.maxConns < 1 || o.maxConnsPerSource < 1 || o.exporterSessions < 1 || o.exporterTmpls < 1 || o.maxIfacesPerExporter < 1 {
+	if c.MaxConns < 1 || c.MaxConnsPerSource < 1 || c.ExporterLimits.Sessions < 1 || c.ExporterLimits.Templates < 1 || c.MaxIfacesPerExporter < 1 {
 		return agent.Config{}, agent.Usagef("--max-conns, --max-conns-per-source, --exporter-sessions, --exporter-templates and --max-ifaces-per-exporter must be at least 1")
 	}
-	skew := o.maxClockSkew
-	if skew == 0 {
-		skew = -1 // the collector's "keep times as sent"
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = -1 // the collector's "keep times as sent"
 	}
-	ccfg := ipfixrecv.Config{Listen: o.listen, Sockets: o.sockets, Logf: logf(stderr, "collect"),
-		HandshakeTimeout: o.handshakeTimeout, IdleConnTimeout: o.idleConnTimeout, MessageTimeout: o.messageTimeout,
-		MaxConns: o.maxConns, MaxConnsPerSource: o.maxConnsPerSource, MaxIfacesPerExporter: o.maxIfacesPerExporter,
-		TemplateBudget: int64(o.templateBudget), MaxClockSkew: skew,
-		ExporterLimits: ipfix.ExporterLimits{Sessions: o.exporterSessions, Templates: o.exporterTmpls},
-		Decoder:        ipfix.DecoderConfig{TemplateTimeout: o.templateTimeout, DatalessTimeout: o.datalessTimeout, PEN: uint32(o.sinks.ipfixPEN)}}
+	c.Logf, c.TemplateBudget, c.Decoder.PEN = logf(stderr, "collect"), int64(o.templateBudget), uint32(o.sinks.ipfixPEN)
+	ccfg := *c
 	ccfg.Status = progressOut // stderr on a terminal: a one-line summary redrawn in place; nil otherwise
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
-		t, err := serverTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
+		t, err := httpauth.ServerTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
 		if err != nil {
 			return agent.Config{}, agent.Usagef("--tls-cert/--tls-key/--tls-client-ca: %v", err)
 		}
 		ccfg.TLS = t
 	}
-	o.sinks.store.log = stderr
+	o.sinks.store.Log = stderr
 	sinks, err := o.sinks.sinks(stdout_, true)
 	if err != nil {
 		return agent.Config{}, err
 	}
-	files := o.sinks.needs(&sinks)
+	files := sinks.Needs(o.sinks.enrich.file.Path)
 	cfg := agent.Config{Sinks: sinks, Log: stderr, Live: true, QueueDepth: o.queueDepth, Duration: o.duration, HTTP: o.http.HTTP, API: o.http.api,
 		Open: func() (agent.Producer, error) {
 			c, err := ipfixrecv.New(ccfg)
 			if errors.Is(err, ipfixrecv.ErrListen) {
 				return nil, agent.Usagef("--listen: %v", err)
 			}
-			return producer(c, err)
+			return agent.Of(c, err)
 		},
 		Ready: func() { o.priv.dropCaps(stderr, "collect", 0, "", files...) }} // every socket is bound
 	if o.stats {
 		cfg.Stats = stderr
 	}
 	return cfg, nil
-}
-
-// serverTLS builds the tls:// listeners' configuration.
-func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
-	if certFile == "" || keyFile == "" {
-		return nil, errors.New("tls:// needs both --tls-cert and --tls-key")
-	}
-	kp, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, err
-	}
-	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}
-	if clientCA != "" {
-		pem, err := os.ReadFile(clientCA)
-		if err != nil {
-			return nil, err
-		}
-		c.ClientCAs = x509.NewCertPool()
-		if !c.ClientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
-		}
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return c, nil
 }

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
-	"github.com/weir-dev/weir/internal/caps"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/source/conntrack"
 	"github.com/weir-dev/weir/internal/source/nflog"
@@ -53,46 +48,10 @@ func (c *ctOpts) storeConfig(o *captureOpts) (conntrack.StoreConfig, error) {
 	if c.maxConns < 1 || c.poll <= 0 || c.stale <= 0 {
 		return cfg, agent.Usagef("--ct-max-conns must be at least 1, --ct-poll-interval and --ct-stale-timeout positive")
 	}
-	zones, err := uint16s(c.zones, "--ct-zone", "zone")
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Zones = zones
-	if c.mark != "" {
-		val, mask, hasMask := strings.Cut(c.mark, "/")
-		v, err := strconv.ParseUint(val, 0, 32)
-		m := uint64(0xffffffff)
-		if err == nil && hasMask {
-			m, err = strconv.ParseUint(mask, 0, 32)
-		}
-		if err != nil || m == 0 || v&^m != 0 {
-			return cfg, agent.Usagef("--ct-mark %q: want value[/mask] with a non-zero mask covering the value", c.mark)
-		}
-		cfg.Mark, cfg.MarkMask = uint32(v), uint32(m)
-	}
-	for _, l := range c.labels {
-		v, err := strconv.ParseUint(l, 0, 8)
-		if err != nil || v > 127 {
-			return cfg, agent.Usagef("--ct-label %q: a label bit is 0-127", l)
-		}
-		cfg.Labels[v/8] |= 1 << (v % 8)
+	if err := cfg.ParseFilter(c.zones, c.mark, c.labels); err != nil {
+		return cfg, agent.Usagef("%v", err)
 	}
 	return cfg, nil
-}
-
-// uint16s parses comma-separated lists of numbers 0-65535.
-func uint16s(list []string, flagName, what string) ([]uint16, error) {
-	var out []uint16
-	for _, s := range list {
-		for _, part := range strings.Split(s, ",") {
-			v, err := strconv.ParseUint(part, 0, 16)
-			if err != nil {
-				return nil, agent.Usagef("%s %q: a %s is 0-65535", flagName, part, what)
-			}
-			out = append(out, uint16(v))
-		}
-	}
-	return out, nil
 }
 
 // conntrack is the configuration of the conntrack source (with any NFLOG
@@ -104,9 +63,9 @@ func (o *captureOpts) conntrack(stderr io.Writer) (func() (agent.Producer, error
 	if err != nil {
 		return nil, nil, err
 	}
-	groups, err := uint16s(c.groups, "--nflog-group", "group")
+	groups, err := cli.Uint16s(c.groups, "--nflog-group", "group")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, agent.Usagef("%v", err)
 	}
 	if l.source == "nflog" && len(groups) == 0 {
 		return nil, nil, agent.Usagef("--source nflog needs --nflog-group N")
@@ -131,52 +90,12 @@ func (o *captureOpts) conntrack(stderr io.Writer) (func() (agent.Producer, error
 		active = -1 // --active-timeout 0: never
 	}
 	nlCfg := nflog.SourceConfig{Netns: netns, Where: nsName, Groups: groups, MaxFlows: c.denyMax, IdleTimeout: o.idle, ActiveTimeout: active, Logf: log}
-	open := func() (agent.Producer, error) {
-		var ps []agent.Producer
-		if l.source == "conntrack" {
-			ct, err := conntrack.New(ctCfg)
-			if err != nil {
-				return nil, ctPrivilege(err)
-			}
-			ps = append(ps, ct)
-		}
-		if len(groups) > 0 {
-			nl, err := nflog.New(nlCfg)
-			if err != nil {
-				agent.All(ps...).Close()
-				if errors.Is(err, syscall.EBUSY) {
-					return nil, fmt.Errorf("%w (another program reads that NFLOG group: ulogd, another weir?)", err)
-				}
-				return nil, ctPrivilege(err)
-			}
-			ps = append(ps, nl)
-		}
-		return agent.All(ps...), nil
+	nf := agent.Netfilter{NFLOG: &nlCfg, Netns: nsName}
+	if l.source == "conntrack" {
+		nf.Conntrack = &ctCfg
 	}
-	return open, func() {
-		keep, why := o.ctKeep()
+	return nf.Open, func() {
+		keep, why := nf.Keep()
 		l.priv.dropCaps(stderr, "capture", keep, why, o.files...)
 	}, nil
-}
-
-// ctKeep is what the conntrack and NFLOG sources still need, and why.
-func (o *captureOpts) ctKeep() (caps.Set, string) {
-	var keep caps.Set
-	why := "nothing more is opened"
-	if o.live.source == "conntrack" {
-		keep, why = caps.Of(caps.NetAdmin), "the kernel checks every conntrack dump request"
-	}
-	if len(o.live.netns) > 0 {
-		keep |= caps.Of(caps.SysAdmin)
-		why += "; cap_sys_admin to enter namespace " + o.live.netns[0] + " again"
-	}
-	return keep, why
-}
-
-// ctPrivilege explains a permission error.
-func ctPrivilege(err error) error {
-	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
-		return fmt.Errorf("%w\nreading conntrack and NFLOG needs root or CAP_NET_ADMIN", err)
-	}
-	return err
 }

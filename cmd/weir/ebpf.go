@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
-	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/source/ebpf"
 )
@@ -65,30 +64,9 @@ func (o *captureOpts) ebpf(fs *flag.FlagSet, sel *netdev.Selector, stderr io.Wri
 		if errors.Is(err, ebpf.ErrConfig) {
 			return nil, agent.Usagef("%v", err)
 		}
-		return producer(s, err)
+		return agent.Of(s, err)
 	}
 	return open, func() {
-		o.live.priv.dropCaps(stderr, "capture", o.ebpfKeep(), "to attach to interfaces that appear later", o.files...)
+		o.live.priv.dropCaps(stderr, "capture", cfg.Keep(), "to attach to interfaces that appear later", o.files...)
 	}, nil
-}
-
-// ebpfKeep is what the eBPF source still needs once its programs are
-// loaded (see privileges.go): with TCX (Linux 6.6+) attaching the loaded
-// programs to new interfaces and draining the maps need no capability;
-// older kernels need CAP_BPF for every bpf() command, CAP_NET_ADMIN for
-// clsact filters and CAP_PERFMON for the drop tracepoint; --netns needs
-// CAP_SYS_ADMIN to enter the namespaces again.
-func (o *captureOpts) ebpfKeep() caps.Set {
-	e := &o.live.ebpf
-	var k caps.Set
-	if !caps.KernelAtLeast(6, 6) || e.attach == "tc" {
-		k |= caps.Of(caps.BPF, caps.NetAdmin)
-		if e.drops {
-			k |= caps.Of(caps.Perfmon)
-		}
-	}
-	if len(o.live.netns) > 0 {
-		k |= caps.Of(caps.SysAdmin)
-	}
-	return k
 }

@@ -10,12 +10,10 @@ import (
 	"github.com/weir-dev/weir/internal/clidoc"
 )
 
-// docProgram describes every command for man pages and completions
-// (internal/clidoc) from the command table and each command's flag set
-// and help text (cli.Command.FlagSet, cli.DocOf, cli.Entries): the same
-// source 'weir CMD --help' prints.
+// docProgram describes weir and every command for man pages and
+// completions (cli.Program).
 func docProgram() *clidoc.Program {
-	p := &clidoc.Program{
+	return cli.Program(clidoc.Program{
 		Name:    "weir",
 		Summary: "exact, bidirectional network flow records at line rate with bounded memory",
 		Description: "weir sees every conversation on a host and reports it as exact, bidirectional flow records: " +
@@ -23,29 +21,7 @@ func docProgram() *clidoc.Program {
 			"Records go to an embedded columnar flow store (queried with weir query), to stdout, and to IPFIX collectors.\n\n" +
 			"Every command takes --help and --config FILE. Metrics are described in docs/metrics.md, records in docs/record.md.",
 		Version: version,
-	}
-	for _, c := range commands() {
-		d := clidoc.Command{Name: c.Name, Summary: c.Summary, Hidden: c.Hidden, Usage: "weir " + c.Name}
-		if fs := c.FlagSet(); fs != nil {
-			doc := cli.DocOf(fs)
-			if doc.Usage != "" {
-				d.Usage = doc.Usage
-			}
-			d.Description, d.Examples = doc.Description, doc.Examples
-			for _, e := range cli.Entries(fs) {
-				f := clidoc.Flag{Long: e.Name, Arg: e.Arg, Usage: e.Usage, Default: e.Default}
-				if e.Bool {
-					f.Arg = ""
-				}
-				if len(e.Shorts) > 0 {
-					f.Short = e.Shorts[0]
-				}
-				d.Flags = append(d.Flags, f)
-			}
-		}
-		p.Commands = append(p.Commands, d)
-	}
-	return p
+	}, commands())
 }
 
 // runCompletion is 'weir completion bash|zsh|fish'.

@@ -4,18 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/caps"
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/packet"
-	"github.com/weir-dev/weir/internal/pcapfilter"
 	"github.com/weir-dev/weir/internal/source/afpacket"
 	"github.com/weir-dev/weir/internal/termsafe"
 )
@@ -63,77 +59,7 @@ func (l *liveOpts) flags(fs *flag.FlagSet) {
 type listFlag = cli.List
 
 // sizeFlag is a byte count written as 4096, 256KiB, 1MiB or 1GiB.
-type sizeFlag int
-
-// String is the size as Set reads it (1MiB, 65536): a --config example
-// of the default loads.
-func (s *sizeFlag) String() string {
-	for _, u := range []struct {
-		sh   uint
-		name string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n := int(*s); n != 0 && n%(1<<u.sh) == 0 {
-			return strconv.Itoa(n>>u.sh) + u.name
-		}
-	}
-	return strconv.Itoa(int(*s))
-}
-func (s *sizeFlag) Set(v string) error {
-	n, err := parseBytes(v, 1<<30)
-	*s = sizeFlag(n)
-	return err
-}
-
-// parseBytes parses a byte count with an optional binary unit (K/KiB,
-// M/MiB, G/GiB, T/TiB), positive and at most limit.
-func parseBytes(v string, limit int64) (int64, error) {
-	mult := int64(1)
-	num := v
-	for _, u := range []struct {
-		suf string
-		m   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"T", 1 << 40}} {
-		if strings.HasSuffix(v, u.suf) {
-			num, mult = strings.TrimSuffix(v, u.suf), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > limit/mult {
-		return 0, fmt.Errorf("%q is not a size up to %s (examples: 65536, 256KiB, 1MiB, 20GiB)", v, format.Bytes(uint64(limit)))
-	}
-	return n * mult, nil
-}
-
-// filterCache compiles the filter once per link type.
-type filterCache struct {
-	expr string
-	mu   sync.Mutex
-	prog map[pcapfilter.LinkType][]afpacket.Instruction
-}
-
-func (f *filterCache) forLink(l netdev.Link) ([]afpacket.Instruction, error) {
-	lt := pcapfilter.LinkEthernet
-	switch l.Type {
-	case 65534, 519: // ARPHRD_NONE (tun, wireguard), ARPHRD_RAWIP: frames start at the IP header
-		lt = pcapfilter.LinkRaw
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if p, ok := f.prog[lt]; ok {
-		return p, nil
-	}
-	insns, err := pcapfilter.Compile(f.expr, lt, 0)
-	if err != nil {
-		return nil, err
-	}
-	prog := make([]afpacket.Instruction, len(insns))
-	for i, in := range insns {
-		prog[i] = afpacket.Instruction{Op: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
-	}
-	f.prog[lt] = prog
-	return prog, nil
-}
+type sizeFlag = cli.Size
 
 // afpacket is the AF_PACKET capture's configuration: checked now, opened
 // by the agent.
@@ -159,10 +85,11 @@ func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, 
 		cfg.ViewRedraw = isTerminal(stdout_) // like top on a terminal; appended when piped
 	}
 	if l.filter != "" {
-		if _, err := pcapfilter.Compile(l.filter, pcapfilter.LinkEthernet, 0); err != nil {
+		f, err := afpacket.CompileFilter(l.filter)
+		if err != nil {
 			return nil, agent.Usagef("--filter: %v", err)
 		}
-		cfg.Filter = (&filterCache{expr: l.filter, prog: map[pcapfilter.LinkType][]afpacket.Instruction{}}).forLink
+		cfg.Filter = f
 	}
 	if _, err := (afpacket.RingConfig{Iface: "x", BlockSize: int(l.blockSize), NumBlocks: l.blocks}).Validate(); err != nil {
 		return nil, agent.Usagef("%v", err)
@@ -176,17 +103,5 @@ func (o *captureOpts) afpacket(sel *netdev.Selector, stdout_, stderr io.Writer, 
 	}, nil
 }
 
-// producer turns a constructor's result into the agent's.
-func producer[P agent.Producer](p P, err error) (agent.Producer, error) {
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // logf returns a printf to stderr as weir cmd.
-func logf(stderr io.Writer, cmd string) func(string, ...any) {
-	return func(format string, args ...any) {
-		fmt.Fprintf(stderr, "weir "+cmd+": "+format+"\n", args...)
-	}
-}
+var logf = cli.Logf

@@ -7,6 +7,7 @@
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"io"
 	"os"
@@ -18,9 +19,9 @@ import (
 
 // Exit codes.
 const (
-	exitOK      = 0 // success
-	exitFailure = 1 // the command ran and failed (damaged input, sink error)
-	exitUsage   = 2 // the command line is wrong
+	exitOK      = cli.ExitOK
+	exitFailure = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
 )
 
 // commands is the table every part of the CLI comes from: dispatch, 'weir
@@ -83,51 +84,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return c.Run(rest, stdout, stderr)
 	}
 	if g := cli.Group(cmds, args[0]); len(g) > 0 {
-		help := len(args) > 1 && (args[1] == "--help" || args[1] == "-h" || args[1] == "help")
-		w, code := stderr, exitUsage
-		if help {
-			w, code = stdout, exitOK
-		} else if len(args) > 1 {
-			fmt.Fprintf(stderr, "weir %s: unknown command %q\n", args[0], args[1])
-		}
-		fmt.Fprintf(w, "Usage:\n")
-		cli.WriteIndex(w, prefixed(g))
-		fmt.Fprintf(w, "\nRun 'weir %s COMMAND --help' for a command's flags.\n", args[0])
-		return code
+		return cli.WriteGroup(stdout, stderr, g, args)
 	}
 	fmt.Fprintf(stderr, "weir: unknown command %q\nRun 'weir help' for the list of commands.\n", args[0])
 	return exitUsage
 }
 
-// prefixed names the commands as typed: "weir bench gendb".
-func prefixed(cmds []cli.Command) []cli.Command {
-	out := make([]cli.Command, len(cmds))
-	for i, c := range cmds {
-		c.Name = "weir " + c.Name
-		out[i] = c
-	}
-	return out
-}
+// usageText is 'weir help': {{commands}} stands for the command index.
+//
+//go:embed usage.txt
+var usageText string
 
 func usage(w io.Writer, cmds []cli.Command) {
-	fmt.Fprint(w, `weir sees every conversation on a host and reports it as exact, bidirectional flow records.
-
-Usage:
-  weir <command> [flags]
-
-Commands:
-`)
+	head, tail, _ := strings.Cut(usageText, "{{commands}}\n")
+	fmt.Fprint(w, head)
 	cli.WriteIndex(w, cmds)
-	fmt.Fprint(w, `
-Examples:
-  sudo weir capture -i eth0                    # watch an interface live: top flows every 5s
-  weir capture --read trace.pcapng             # top flows of a capture file
-  weir capture --read trace.pcap --output=json # one JSON record per flow (docs/record.md)
-  weir capture --synthetic flows=10000,packets=1000000 --output=none --stats
-  weir capture --config /etc/weir/capture.yaml # flags from a file ('weir config example capture')
-
-Run 'weir <command> --help' for a command's flags.
-`)
+	fmt.Fprint(w, tail)
 }
 
 // runConfigExample is 'weir config example [COMMAND]'.
@@ -137,23 +109,9 @@ func runConfigExample(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return code
 	}
-	cmds := commands()
-	if len(pos) > 0 {
-		c, rest, ok := cli.Find(cmds, pos)
-		if !ok || len(rest) > 0 || c.Hidden {
-			fmt.Fprintf(stderr, "weir config example: no command %q\n", strings.Join(pos, " "))
-			return exitUsage
-		}
-		cmds = []cli.Command{c}
-	}
-	sep := ""
-	for _, c := range cmds {
-		if c.Hidden {
-			continue
-		}
-		fmt.Fprint(stdout, sep)
-		_ = cli.WriteExample(stdout, c.FlagSet()) // to stdout: nowhere else to report
-		sep = "---\n"
+	if err := cli.WriteConfigExamples(stdout, commands(), pos); err != nil {
+		fmt.Fprintf(stderr, "weir config example: %v\n", err)
+		return exitUsage
 	}
 	return exitOK
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/weir-dev/weir/internal/caps"
 )
@@ -22,64 +19,14 @@ func (p *privOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&p.drop, "drop-privileges", true, "once the sources are open, give up the capabilities they no longer need (see README: what each source keeps); false keeps them all")
 }
 
-// What each source keeps once it runs, and why. Each claim is checked by
-// experiment (internal/caps tests, and the end-to-end tests, which run a
-// weir built without cgo, so that it drops for real):
-//   - AF_PACKET: CAP_NET_RAW, to open the rings of interfaces that appear,
-//     come up or are renamed later (the ring, fanout and filter need
-//     nothing more);
-//   - conntrack: CAP_NET_ADMIN: the kernel checks the sender of every dump
-//     request, not only the socket's opener; NFLOG: nothing (the groups
-//     are bound at start and messages only read);
-//   - eBPF: nothing on kernels with TCX (6.6+), where attaching the loaded
-//     programs to a new interface and draining the maps need no
-//     capability; before that, CAP_BPF (every bpf() command needed it while
-//     kernel.unprivileged_bpf_disabled is set), CAP_NET_ADMIN (clsact
-//     filters) and, with --ebpf-drops, CAP_PERFMON. --ebpf-attach tc
-//     keeps CAP_NET_ADMIN everywhere;
-//   - --netns (conntrack, NFLOG, eBPF): CAP_SYS_ADMIN, to enter the
-//     namespace again (reopening a failed dump socket, naming an NFLOG
-//     packet's interface, attaching to a new interface);
-//   - weir collect: nothing (its sockets are bound at start);
-//   - any: CAP_DAC_OVERRIDE when the data directory, or the --enrich file,
-//     is not reachable by weir's own user and groups through the file
-//     modes (weir keeps writing the one and reading the other).
-
 // dropCaps gives up every capability but keep (and those the files in
-// need ask for), and says on stderr what it kept. Failing to drop is a
-// warning, not an error: the source runs as it would have before.
+// need ask for), and says on stderr what it kept (caps.DropAndSay, which
+// lists what each source keeps and why).
 func (p *privOpts) dropCaps(stderr io.Writer, cmd string, keep caps.Set, why string, files ...fileNeed) {
-	if !p.drop || !dropPrivileges {
-		return
-	}
-	var dac []string
-	for _, f := range files {
-		if f.path != "" && !caps.Reachable(f.path, f.dir) {
-			dac = append(dac, f.path)
-		}
-	}
-	if len(dac) > 0 {
-		keep |= caps.Of(caps.DACOverride)
-		why = strings.TrimPrefix(why+"; cap_dac_override for "+strings.Join(dac, ", ")+" (not reachable through its modes by weir's user)", "; ")
-	}
-	res, err := caps.Drop(keep)
-	switch {
-	case errors.Is(err, caps.ErrCgo):
-		fmt.Fprintf(stderr, "weir %s: warning: capabilities not dropped: this weir is built with cgo; build it with CGO_ENABLED=0 (as 'make build' does)\n", cmd)
-	case err != nil:
-		fmt.Fprintf(stderr, "weir %s: warning: %v\n", cmd, err)
-	case res.Dropped == 0:
-		// Nothing was held (an unprivileged user): nothing to say.
-	case res.Kept == 0:
-		fmt.Fprintf(stderr, "weir %s: dropped every capability\n", cmd)
-	default:
-		fmt.Fprintf(stderr, "weir %s: dropped every capability but %s (%s)\n", cmd, res.Kept, why)
+	if p.drop && dropPrivileges {
+		caps.DropAndSay(stderr, cmd, keep, why, files...)
 	}
 }
 
-// fileNeed is a path weir still uses while it runs: a directory it writes
-// (the store) or a file it reads (the inventory).
-type fileNeed struct {
-	path string
-	dir  bool
-}
+// fileNeed is a path weir still uses while it runs.
+type fileNeed = caps.Need

@@ -8,41 +8,28 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/store"
 )
 
 type queryOpts struct {
-	args                       query.Args
-	dir, cond, output, liveURL string
-	liveToken, liveCA          string
-	ifaces                     listFlag
-	list, live                 bool
-	ch                         chOpts
-	auth                       query.LiveAuth
+	args                 query.Args
+	dir, output, liveURL string
+	liveToken, liveCA    string
+	sel                  cli.Selection
+	list, live           bool
+	ch                   chOpts
+	auth                 query.LiveAuth
 }
 
 func (o *queryOpts) flagSet() *flag.FlagSet {
 	fs := helpFlagSet("query")
 	a := &o.args
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
-	fs.Var(&o.ifaces, "iface", "only these interfaces (comma-separated or repeated; default all)")
-	fs.Var(&o.ifaces, "i", "short for --iface")
-	fs.StringVar(&o.cond, "condition", "", "filter `expression` (instead of trailing arguments)")
-	fs.StringVar(&o.cond, "c", "", "short for --condition")
-	fs.StringVar(&a.From, "from", "", "start `time`: RFC 3339, a date, Unix seconds, or relative (-24h, -7d); default: everything stored")
-	fs.StringVar(&a.From, "f", "", "short for --from")
-	fs.StringVar(&a.To, "to", "", "end `time` (exclusive), same forms; default: now and beyond")
-	fs.StringVar(&a.To, "t", "", "short for --to")
+	cli.DataDirVar(fs, &o.dir, "the flow store `dir` to read (default $WEIR_DATA_DIR or ./weir-data)")
+	o.sel.Flags(fs, &a.From, &a.To)
 	fs.IntVar(&a.Limit, "limit", 10, "show the top `n` groups (per time bin when grouping by time); 0 shows all")
 	fs.IntVar(&a.Limit, "n", 10, "short for --limit")
 	fs.StringVar(&a.Sort, "sort", "bytes", "rank by `metric`: bytes, packets or flows, optionally :in, :out or :sum (bytes:in), or drop_packets or drop_bytes")
@@ -78,20 +65,23 @@ func runQuery(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	src, err := o.open(ctx)
+	src, err := api.OpenSource(ctx, api.SourceConfig{Dir: o.dir, Live: query.LiveFetcher(o.liveURL, o.auth), // its blocks and the live flows are taken at once
+		ClickHouse: o.ch.url, Database: o.ch.db, User: o.ch.user, PasswordFile: o.ch.pass})
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	defer src.close()
+	defer src.Close()
 	if o.list {
-		err = src.list(ctx, o.ifaces, stdout, format)
+		err = src.List(ctx, o.sel.Ifaces, stdout, format)
 	} else {
-		err = src.answer(ctx, q, o.live, stdout, format)
+		var finish func()
+		q.Progress, finish = cli.LazyProgress(progressOut, "blocks")
+		err = src.Answer(ctx, q, o.live, stdout, format, finish)
 	}
 	if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	src.warn(stderr, o.list)
+	src.Warn(stderr, "weir query: ", o.list)
 	return exitOK
 }
 
@@ -105,142 +95,34 @@ func (o *queryOpts) check(fs *flag.FlagSet, pos []string) (query.Format, *query.
 		return 0, nil, errors.New("--api-token-file and --api-ca go with --live")
 	case o.ch.url != "" && (o.live || isSet(fs, "data-dir", "d")):
 		return 0, nil, errors.New("--clickhouse answers from ClickHouse: give it without --data-dir and --live")
-	case o.list && (len(pos) > 0 || o.cond != ""):
+	case o.list && (len(pos) > 0 || o.sel.Condition != ""):
 		return 0, nil, errors.New("--list takes no group-by or condition")
 	case o.list:
 		return format, nil, nil
-	case len(pos) > 1 && o.cond != "":
+	case len(pos) > 1 && o.sel.Condition != "":
 		return 0, nil, errors.New("give the condition either as arguments or with --condition, not both")
 	}
-	o.args.Condition = []string{o.cond}
+	o.args.Condition = []string{o.sel.Condition}
 	if len(pos) > 0 {
 		o.args.Group = pos[0]
 	}
 	if len(pos) > 1 {
 		o.args.Condition = pos[1:]
 	}
-	o.args.Ifaces = o.ifaces
+	o.args.Ifaces = o.sel.Ifaces
 	q, err := o.args.Build(time.Now())
 	if err == nil {
-		err = o.loadAuth()
+		o.auth, err = query.LoadLiveAuth(o.liveToken, o.liveCA)
 	}
 	return format, q, err
-}
-
-// loadAuth reads --api-token-file and --api-ca.
-func (o *queryOpts) loadAuth() error {
-	if o.liveToken != "" {
-		tok, err := httpauth.LoadToken(o.liveToken)
-		if err != nil {
-			return fmt.Errorf("--api-token-file: %w", err)
-		}
-		o.auth.Token = string(tok)
-	}
-	var err error
-	if o.liveCA != "" {
-		if o.auth.TLS, err = httpauth.ClientTLS(o.liveCA); err != nil {
-			return fmt.Errorf("--api-ca: %w", err)
-		}
-	}
-	return nil
 }
 
 // syntaxFail prints a mistake on the command line, with a caret under a
 // query-string mistake.
 func syntaxFail(stderr io.Writer, err error) int {
-	var se *query.SyntaxError
-	var ae *query.ArgError
-	if errors.As(err, &ae) && errors.As(err, &se) {
-		fmt.Fprintf(stderr, "weir query: %s: %s\n%s\n", ae.Part, se.Msg, se.Caret())
-	} else {
-		fmt.Fprintf(stderr, "weir query: %v\n", err)
-	}
+	fmt.Fprintf(stderr, "weir query: %s\n", query.Describe(err))
 	return exitUsage
 }
 
-// querySource is what 'weir query' asks: the flow store or ClickHouse.
-type querySource struct {
-	b       api.Backend
-	st      *store.Store // nil for ClickHouse
-	corrupt int          // damaged blocks the answer skipped
-}
-
-func (o *queryOpts) open(ctx context.Context) (*querySource, error) {
-	if o.ch.url != "" {
-		b, err := o.ch.open(ctx)
-		return &querySource{b: b}, err
-	}
-	st, err := store.OpenReadOnly(o.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no flow store at %s: run 'weir capture' first, or point --data-dir at one", o.dir)
-	} else if err != nil {
-		return nil, err
-	}
-	live := query.LiveFetcher(o.liveURL, o.auth) // its blocks and the live flows are taken at once
-	return &querySource{b: api.NewStoreBackend(st, live), st: st}, nil
-}
-
-func (s *querySource) close() {
-	if s.st != nil {
-		s.st.Close()
-	}
-}
-
-// answer runs q (with the live flows of a running capture) and writes the
-// result, with a progress bar on a terminal.
-func (s *querySource) answer(ctx context.Context, q *query.Query, live bool, w io.Writer, f query.Format) error {
-	var bar *cli.Progress
-	var once sync.Once
-	if progressOut != nil {
-		q.Progress = func(done, total int) {
-			once.Do(func() { bar = cli.NewProgress(progressOut, int64(total), "blocks") })
-			bar.Set(int64(done))
-		}
-	}
-	res, err := s.b.Query(ctx, q, live)
-	bar.Finish()
-	if live && err != nil {
-		return fmt.Errorf("--live: %w", err)
-	} else if err != nil {
-		return err
-	}
-	s.corrupt = res.Stats.BlocksCorrupt
-	return res.Write(w, f)
-}
-
-// list writes the stored interfaces (only those of only, when given).
-func (s *querySource) list(ctx context.Context, only []string, w io.Writer, f query.Format) error {
-	h, err := s.b.Holdings(ctx)
-	if err != nil {
-		return err
-	}
-	want := strings.Split(strings.Join(only, ","), ",")
-	spans := slices.DeleteFunc(h.Interfaces, func(sp api.IfaceSpan) bool { return len(only) > 0 && !slices.Contains(want, sp.Iface) })
-	return api.WriteIfaces(w, spans, f)
-}
-
-// warn says what damaged blocks the answer or the list left out.
-func (s *querySource) warn(stderr io.Writer, list bool) {
-	if s.st == nil {
-		return
-	}
-	ss := s.st.Stats()
-	if s.corrupt == 0 && ss.CorruptBlocks == 0 && ss.CorruptIndexes == 0 {
-		return
-	}
-	if list {
-		fmt.Fprintf(stderr, "weir query: %d damaged blocks are left out of the list ('weir store check' lists them)\n", ss.CorruptBlocks)
-	} else {
-		fmt.Fprintf(stderr, "weir query: %d damaged blocks were skipped; the answer leaves out their records ('weir store check' lists them)\n", max(s.corrupt, int(ss.CorruptBlocks)))
-	}
-	for _, w := range ss.Warnings {
-		fmt.Fprintf(stderr, "weir query: %s\n", w)
-	}
-}
-
 // isSet reports whether one of the flags names was given.
-func isSet(fs *flag.FlagSet, names ...string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || slices.Contains(names, f.Name) })
-	return set
-}
+var isSet = cli.IsSet

@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/api"
-	"github.com/weir-dev/weir/internal/clickhouse"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/httpauth"
 	"github.com/weir-dev/weir/internal/query"
-	"github.com/weir-dev/weir/internal/store"
 )
 
 // defaultServeAddr is where 'weir serve' listens unless told otherwise:
@@ -35,8 +34,7 @@ type serveCmdOpts struct {
 func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	var o serveCmdOpts
 	fs := helpFlagSet("serve")
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "the flow store `dir` to serve ($WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&o.dir, "d", defaultDataDir(), "short for --data-dir")
+	cli.DataDirVar(fs, &o.dir, "the flow store `dir` to serve ($WEIR_DATA_DIR or ./weir-data)")
 	fs.StringVar(&o.addr, "addr", defaultServeAddr, "listen on `host:port` (loopback unless --api-token-file is given)")
 	fs.StringVar(&o.liveURL, "live-url", "", "a running capture's live flows (`url`, loopback only; e.g. "+query.DefaultLiveURL+"): enables /api/v1/live and live=true")
 	o.ch.flags(fs, "answer from ClickHouse's flows table instead of a store: its HTTP interface, http(s)://`host:port` (docs/fleet.md)")
@@ -56,12 +54,12 @@ func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	if o.maxQueries < 1 || o.queryTimeout <= 0 || o.queryWorkers < 0 {
 		return fail(exitUsage, "--max-queries and --query-timeout must be positive, --query-workers 0 or more")
 	}
-	backend, closeBackend, code := o.backend(fs, stderr)
+	src, code := o.backend(fs, stderr)
 	if code != exitOK {
 		return code
 	}
-	defer closeBackend()
-	srv, err := api.NewStandalone(api.Config{Backend: backend, MaxQueries: o.maxQueries, QueryTimeout: o.queryTimeout, QueryWorkers: o.queryWorkers, Version: version},
+	defer src.Close()
+	srv, err := api.NewStandalone(api.Config{Backend: src.Backend, MaxQueries: o.maxQueries, QueryTimeout: o.queryTimeout, QueryWorkers: o.queryWorkers, Version: version},
 		httpauth.Config{Addr: o.addr, TokenFile: o.tokenFile, CertFile: o.certFile, KeyFile: o.keyFile})
 	var le *api.ListenError
 	if errors.As(err, &le) {
@@ -69,17 +67,11 @@ func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 	} else if err != nil {
 		return fail(exitFailure, "%v", err)
 	}
-	scheme, auth, what := "http", "no token (loopback)", "store "+o.dir
-	if srv.Listener.TLS {
-		scheme = "https"
-	}
-	if srv.Listener.Token != nil {
-		auth = "bearer token from " + o.tokenFile
-	}
+	what := "store " + o.dir
 	if o.ch.url != "" {
 		what = "ClickHouse " + o.ch.url + " database " + o.ch.db
 	}
-	fmt.Fprintf(stderr, "weir serve: %s://%s/ — %s, %s\n", scheme, srv.Listener.Addr(), what, auth)
+	fmt.Fprintf(stderr, "weir serve: %s\n", srv.Announce(what, o.tokenFile))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := srv.Run(ctx); err != nil {
@@ -89,34 +81,23 @@ func runServeCmd(args []string, stdout_, stderr io.Writer) int {
 }
 
 // backend opens the store read-only, or connects to ClickHouse.
-func (o *serveCmdOpts) backend(fs *flag.FlagSet, stderr io.Writer) (api.Backend, func(), int) {
-	if o.ch.url != "" {
-		if isSet(fs, "data-dir", "d") || o.liveURL != "" {
-			fmt.Fprintln(stderr, "weir serve: --clickhouse answers from ClickHouse: give it without --data-dir and --live-url")
-			return nil, nil, exitUsage
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		b, err := o.ch.open(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "weir serve: %v\n", err)
-			return nil, nil, exitFailure
-		}
-		return b, func() {}, exitOK
+func (o *serveCmdOpts) backend(fs *flag.FlagSet, stderr io.Writer) (*api.Source, int) {
+	if o.ch.url != "" && (isSet(fs, "data-dir", "d") || o.liveURL != "") {
+		fmt.Fprintln(stderr, "weir serve: --clickhouse answers from ClickHouse: give it without --data-dir and --live-url")
+		return nil, exitUsage
 	}
-	st, err := store.OpenReadOnly(o.dir)
-	if errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stderr, "weir serve: no flow store at %s: run 'weir capture' first, or point --data-dir at one\n", o.dir)
-		return nil, nil, exitFailure
-	} else if err != nil {
-		fmt.Fprintf(stderr, "weir serve: %v\n", err)
-		return nil, nil, exitFailure
-	}
-	var live api.LiveFunc
+	cfg := api.SourceConfig{Dir: o.dir, ClickHouse: o.ch.url, Database: o.ch.db, User: o.ch.user, PasswordFile: o.ch.pass}
 	if o.liveURL != "" {
-		live = api.LiveFromURL(o.liveURL)
+		cfg.Live = api.LiveFromURL(o.liveURL)
 	}
-	return api.NewStoreBackend(st, live), func() { st.Close() }, exitOK
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	src, err := api.OpenSource(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir serve: %v\n", err)
+		return nil, exitFailure
+	}
+	return src, exitOK
 }
 
 // chOpts are the flags that point a command at ClickHouse instead of a
@@ -128,17 +109,4 @@ func (o *chOpts) flags(fs *flag.FlagSet, usage string) {
 	fs.StringVar(&o.db, "clickhouse-database", "weir", "the ClickHouse database 'weir clickhouse setup' created")
 	fs.StringVar(&o.user, "clickhouse-user", "", "ClickHouse user (default: the server's default user)")
 	fs.StringVar(&o.pass, "clickhouse-password-file", "", "`file` holding the ClickHouse user's password")
-}
-
-// open connects to ClickHouse and asks for its version.
-func (o *chOpts) open(ctx context.Context) (*api.ClickHouseBackend, error) {
-	conn, err := clickhouse.NewHTTP(o.url, o.user, o.pass)
-	if err != nil {
-		return nil, fmt.Errorf("--clickhouse: %w", err)
-	}
-	b, err := api.NewClickHouseBackend(ctx, conn, o.db)
-	if err != nil {
-		return nil, fmt.Errorf("--clickhouse %s: %w", o.url, err)
-	}
-	return b, nil
 }

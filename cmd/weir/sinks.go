@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/weir-dev/weir/internal/agent"
-	ipfixsink "github.com/weir-dev/weir/internal/sink/ipfix"
 )
 
 // sinkOpts are the flags that say where records go (capture and collect
@@ -25,16 +24,13 @@ type sinkOpts struct {
 
 func (o *sinkOpts) flags(fs *flag.FlagSet, node bool) {
 	o.store.flags(fs)
-	fs.Var(&o.export, "export", "also send every record to `url`: IPFIX to ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT (options ?mtu=BYTES, "+
+	o.exportFlags(fs, "also send every record to `url`: IPFIX to ipfix+udp://, ipfix+tcp:// or ipfix+tls://HOST:PORT (options ?mtu=BYTES, "+
 		"?biflow=off for GoFlow2 and nfacctd, ?sets=one for vmware/go-ipfix), or Kafka to kafka://BROKER[,BROKER]/TOPIC "+
-		"(options ?compression=zstd|lz4|snappy|gzip|none, ?acks=all|leader|none, ?tls=1, docs/fleet.md); repeatable")
-	fs.Float64Var(&o.exportRate, "export-rate", ipfixsink.DefaultRate, "IPFIX messages per second per UDP --export destination (paced so a burst does not overflow the collector; 0: unpaced)")
-	fs.StringVar(&o.exportCA, "export-ca", "", "PEM `file` of the CA that signed ipfix+tls:// collectors' certificates (default: the system roots)")
-	fs.StringVar(&o.exportCert, "export-cert", "", "PEM `file` of the client certificate for ipfix+tls:// (mutual TLS; with --export-key)")
-	fs.StringVar(&o.exportKey, "export-key", "", "PEM `file` of the client certificate's key")
-	fs.Uint64Var(&o.ipfixPEN, "ipfix-pen", 0, "IANA Private Enterprise `number` under which IPFIX carries the workloads, service, rule, conntrack mark and zone "+
-		"as enterprise elements (--export sends them, weir collect reads them); 0: not sent, and read from no one. weir has no PEN of its own: "+
-		"use your organisation's (RFC 5612's 32473 is for documentation and examples only)")
+		"(options ?compression=zstd|lz4|snappy|gzip|none, ?acks=all|leader|none, ?tls=1, docs/fleet.md); repeatable",
+		"IPFIX messages per second per UDP --export destination (paced so a burst does not overflow the collector; 0: unpaced)",
+		"IANA Private Enterprise `number` under which IPFIX carries the workloads, service, rule, conntrack mark and zone "+
+			"as enterprise elements (--export sends them, weir collect reads them); 0: not sent, and read from no one. weir has no PEN of its own: "+
+			"use your organisation's (RFC 5612's 32473 is for documentation and examples only)")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table, json or none")
 	fs.StringVar(&o.output, "o", "table", "short for --output")
 	fs.IntVar(&o.top, "top", 20, "with --output=table: show the top `n` flows by bytes at the end; 0 prints every record as it is emitted")
@@ -43,6 +39,17 @@ func (o *sinkOpts) flags(fs *flag.FlagSet, node bool) {
 		fs.StringVar(&o.node, "node-name", host, "name this host in every record (node in JSON, the store, IPFIX and Kafka): default the host name for live sources, none for --read and --synthetic")
 	}
 	o.enrich.flags(fs)
+}
+
+// exportFlags are --export and its options, with the usages that differ
+// between the commands.
+func (o *sinkOpts) exportFlags(fs *flag.FlagSet, export, rate, pen string) {
+	fs.Var(&o.export, "export", export)
+	fs.Float64Var(&o.exportRate, "export-rate", agent.DefaultExportRate, rate)
+	fs.StringVar(&o.exportCA, "export-ca", "", "PEM `file` of the CA that signed ipfix+tls:// collectors' certificates (default: the system roots)")
+	fs.StringVar(&o.exportCert, "export-cert", "", "PEM `file` of the client certificate for ipfix+tls:// (mutual TLS; with --export-key)")
+	fs.StringVar(&o.exportKey, "export-key", "", "PEM `file` of the client certificate's key")
+	fs.Uint64Var(&o.ipfixPEN, "ipfix-pen", 0, pen)
 }
 
 // storeFault, set only by tests, wraps the store to make it fail or hang.
@@ -63,17 +70,4 @@ func (o *sinkOpts) sinks(stdout_ io.Writer, withStore bool) (agent.Sinks, error)
 		s.Store = cfg
 	}
 	return s, nil
-}
-
-// needs are the files a running capture or collector still touches: the
-// store's directory and the --enrich file it reloads.
-func (o *sinkOpts) needs(s *agent.Sinks) []fileNeed {
-	var f []fileNeed
-	if s.Store != nil {
-		f = append(f, fileNeed{path: s.Store.Dir, dir: true})
-	}
-	if o.enrich.path != "" && o.enrich.reload > 0 {
-		f = append(f, fileNeed{path: o.enrich.path})
-	}
-	return f
 }

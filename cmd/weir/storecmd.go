@@ -6,40 +6,26 @@ import (
 	"io"
 	"os"
 
+	"github.com/weir-dev/weir/internal/agent"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/store"
 )
 
+// runStoreCheck is 'weir store check'.
 func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
 	var dir string
 	var repair bool
 	fs := helpFlagSet("store check")
-	fs.StringVar(&dir, "data-dir", defaultDataDir(), "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&dir, "d", defaultDataDir(), "short for --data-dir")
+	cli.DataDirVar(fs, &dir, "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
 	fs.BoolVar(&repair, "repair", false, "repair what is damaged (needs the store to itself)")
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
-	rep, err := store.Check(dir, store.CheckOptions{
-		Repair:  repair,
-		Problem: func(d store.Damage) { fmt.Fprintf(stdout_, "damaged: %s\n", d) },
-		Action:  func(a string) { fmt.Fprintf(stdout_, "repaired: %s\n", a) },
-	})
-	switch {
-	case errors.Is(err, store.ErrLocked):
-		fmt.Fprintf(stderr, "weir store check: a capture is writing to %s: stop it to --repair (a check without --repair runs beside it)\n", dir)
-		return exitFailure
-	case errors.Is(err, os.ErrNotExist):
-		fmt.Fprintf(stderr, "weir store check: no flow store at %s: point --data-dir at one\n", dir)
-		return exitFailure
-	case err != nil:
+	err := agent.CheckStore(dir, repair, stdout_)
+	if err != nil && !errors.Is(err, agent.ErrDamaged) {
 		fmt.Fprintf(stderr, "weir store check: %v\n", err)
-		return exitFailure
 	}
-	rep.WriteSummary(stdout_, dir, repair)
-	if rep.Clean() {
-		return exitOK
-	}
-	return exitFailure
+	return agent.ExitCode(err)
 }
 
 // runStoreStats prints where the store's block bytes go, column by
@@ -48,8 +34,7 @@ func runStoreCheck(args []string, stdout_, stderr io.Writer) int {
 func runStoreStats(args []string, stdout_, stderr io.Writer) int {
 	var dir string
 	fs := helpFlagSet("store stats")
-	fs.StringVar(&dir, "data-dir", defaultDataDir(), "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
-	fs.StringVar(&dir, "d", defaultDataDir(), "short for --data-dir")
+	cli.DataDirVar(fs, &dir, "the flow store's `dir` (default $WEIR_DATA_DIR or ./weir-data)")
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}

@@ -2,92 +2,35 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"io"
-	"os"
-	"time"
 
 	"github.com/weir-dev/weir/internal/agent"
+	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
 )
 
 // defaultDataDir is where capture writes and query reads unless told
 // otherwise: $WEIR_DATA_DIR, else ./weir-data.
-func defaultDataDir() string {
-	if d := os.Getenv("WEIR_DATA_DIR"); d != "" {
-		return d
-	}
-	return "./weir-data"
-}
-
-// durationFlag is a duration that also takes days: 30d, 1d12h.
-type durationFlag time.Duration
-
-func (d *durationFlag) String() string {
-	if *d == 0 {
-		return "0"
-	}
-	if x := time.Duration(*d); x%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", x/(24*time.Hour))
-	}
-	return time.Duration(*d).String()
-}
-
-func (d *durationFlag) Set(v string) error {
-	if v == "0" {
-		*d = 0
-		return nil
-	}
-	x, err := query.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("%q is not a duration (examples: 30d, 12h, 1d12h)", v)
-	}
-	*d = durationFlag(x)
-	return nil
-}
-
-// bytesFlag is a byte count up to 1 PiB: 20GiB, 500MiB.
-type bytesFlag int64
-
-func (b *bytesFlag) String() string {
-	if *b == 0 {
-		return "0"
-	}
-	return fmt.Sprint(int64(*b))
-}
-
-func (b *bytesFlag) Set(v string) error {
-	if v == "0" {
-		*b = 0
-		return nil
-	}
-	n, err := parseBytes(v, 1<<50)
-	*b = bytesFlag(n)
-	return err
-}
+var defaultDataDir = cli.DefaultDataDir
 
 // storeOpts are the store flags of capture and collect.
 type storeOpts struct {
-	dir       string
-	retention durationFlag
-	maxSize   bytesFlag
-	writeout  time.Duration
-	precision time.Duration
-	mode      string
-	log       io.Writer // the store's messages, one line each
+	agent.StoreOptions
+	retention cli.Days
+	maxSize   cli.Bytes
 	fs        *flag.FlagSet
 }
 
 func (o *storeOpts) flags(fs *flag.FlagSet) {
 	o.fs = fs
-	fs.StringVar(&o.dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data; "+
+	o.retention.Parse = query.ParseDuration
+	fs.StringVar(&o.Dir, "data-dir", defaultDataDir(), "write every record to the flow store in `dir` for 'weir query' ('off' disables; default $WEIR_DATA_DIR or ./weir-data; "+
 		"--read and --synthetic write only to a --data-dir given)")
 	fs.Var(&o.retention, "retention", "delete stored blocks whose records all ended longer ago than this `age` (30d, 12h; 0 keeps everything)")
 	fs.Var(&o.maxSize, "max-size", "delete the oldest stored blocks while the store takes more disk than this `size` (20GiB; 0: no limit)")
-	fs.DurationVar(&o.writeout, "writeout", store.DefaultWriteout, "write buffered records to the store this often (and at exit)")
-	fs.DurationVar(&o.precision, "time-precision", store.DefaultTimePrecision, "store start and end times at this resolution (start rounded down, end up; 1ns keeps them exact); counts are always exact")
-	fs.StringVar(&o.mode, "store-mode", "private", "who may read the store's files: private (directories 0700, files 0600) or group (0750, 0640: for 'weir query' as members of the data directory's group); the umask applies too")
+	fs.DurationVar(&o.Writeout, "writeout", store.DefaultWriteout, "write buffered records to the store this often (and at exit)")
+	fs.DurationVar(&o.Precision, "time-precision", store.DefaultTimePrecision, "store start and end times at this resolution (start rounded down, end up; 1ns keeps them exact); counts are always exact")
+	fs.StringVar(&o.Mode, "store-mode", "private", "who may read the store's files: private (directories 0700, files 0600) or group (0750, 0640: for 'weir query' as members of the data directory's group); the umask applies too")
 }
 
 // given reports whether --data-dir was given.
@@ -95,25 +38,6 @@ func (o *storeOpts) given() bool { return isSet(o.fs, "data-dir") }
 
 // config is the store's configuration, nil when it is off.
 func (o *storeOpts) config() (*store.Config, error) {
-	if o.dir == "off" || o.dir == "" {
-		return nil, nil
-	}
-	if o.writeout <= 0 {
-		return nil, agent.Usagef("--writeout must be positive")
-	}
-	if o.precision <= 0 || o.precision > time.Hour {
-		return nil, agent.Usagef("--time-precision must be within 1ns..1h")
-	}
-	var mode store.Mode
-	switch o.mode {
-	case "private":
-	case "group":
-		mode = store.ModeGroup
-	default:
-		return nil, agent.Usagef("--store-mode %q: use private or group", o.mode)
-	}
-	log := o.log
-	return &store.Config{Dir: o.dir, Writeout: o.writeout, Mode: mode,
-		Retention: time.Duration(o.retention), MaxSize: int64(o.maxSize), TimePrecision: o.precision,
-		Log: func(msg string) { fmt.Fprintf(log, "store: %s\n", msg) }}, nil
+	o.Retention, o.MaxSize = o.retention.D, int64(o.maxSize)
+	return o.StoreOptions.Config()
 }

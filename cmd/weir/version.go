@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
+
+	"github.com/weir-dev/weir/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -15,14 +15,6 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	if done, code := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	commit := "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
-			}
-		}
-	}
-	fmt.Fprintf(stdout, "weir %s (commit %s, %s, %s/%s)\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintln(stdout, cli.VersionLine(version))
 	return exitOK
 }

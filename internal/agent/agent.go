@@ -25,6 +25,15 @@ type Producer = source.Producer
 // All runs several producers as one (source.All).
 var All = source.All
 
+// Of turns a source's constructor result into the agent's Producer (a
+// nil *T is no Producer).
+func Of[P Producer](p P, err error) (Producer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Wrap wraps a sink (tests: Sinks.WrapStore).
 type Wrap = func(sink.Sink) sink.Sink
 
@@ -66,6 +75,9 @@ type Config struct {
 	Stats io.Writer
 	// Log receives messages (nil: os.Stderr).
 	Log io.Writer
+	// CPUProfile, when set, is the file a Go CPU profile of the run is
+	// written to (go tool pprof).
+	CPUProfile string
 	// Ready is called once everything is open, just before the producer
 	// runs: where the command gives up the privileges it needed to open
 	// them.
@@ -110,6 +122,13 @@ func ExitCode(err error) int {
 // what they never took is counted as lost. Every sink is closed before
 // Run returns; the error joins the producer's and the sinks'.
 func Run(ctx context.Context, cfg Config) error {
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}

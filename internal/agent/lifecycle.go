@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -72,4 +73,19 @@ func (l *lifecycle) Close() {
 		l.cancel()
 		l.wg.Wait()
 	})
+}
+
+// startCPUProfile starts a Go CPU profile into the file at path; stop
+// ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, usagef("--cpuprofile: %v", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

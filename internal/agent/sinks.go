@@ -49,6 +49,10 @@ type Sinks struct {
 	WrapStore func(sink.Sink) sink.Sink
 }
 
+// DefaultExportRate is the IPFIX messages per second per UDP --export
+// destination unless told otherwise.
+const DefaultExportRate = ipfixsink.DefaultRate
+
 // Output is one sink, named (its queue's name in metrics and --stats).
 type Output struct {
 	Name       string
@@ -128,12 +132,6 @@ func (s *Sinks) open() (*opened, error) {
 	o.outs = append(append(o.outs, exports...), s.Extra...)
 	return o, nil
 }
-
-// OpenExports opens only the --export destinations (Export and its
-// options), for a command that drives them itself rather than through Run
-// ('weir export'). The caller closes each Output's Sink, then may call its
-// WriteStats.
-func (s *Sinks) OpenExports() ([]Output, error) { return s.openExporters() }
 
 // openExporters opens the --export destinations, kind by kind.
 func (s *Sinks) openExporters() ([]Output, error) {

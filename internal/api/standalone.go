@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -81,4 +82,18 @@ func (s *Standalone) Run(ctx context.Context) error {
 func openWithoutToken(req *http.Request) bool {
 	p := req.URL.Path
 	return p == "/healthz" || p == "/readyz" || !strings.HasPrefix(p, "/api/") && p != "/metrics"
+}
+
+// Announce is the line 'weir serve' starts with: where it listens, over
+// what (what: "store DIR", "ClickHouse URL database DB") and how clients
+// authenticate (the token's file).
+func (s *Standalone) Announce(what, tokenFile string) string {
+	scheme, auth := "http", "no token (loopback)"
+	if s.Listener.TLS {
+		scheme = "https"
+	}
+	if s.Listener.Token != nil {
+		auth = "bearer token from " + tokenFile
+	}
+	return fmt.Sprintf("%s://%s/ — %s, %s", scheme, s.Listener.Addr(), what, auth)
 }

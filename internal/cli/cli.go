@@ -95,6 +95,18 @@ func NewFlagSet(name, usage, description, examples string) *flag.FlagSet {
 	return fs
 }
 
+// HelpFlagSet is NewFlagSet with the help in text: the usage line, a
+// blank line, the description, then optionally "Examples:" and the
+// examples (the form of cmd/weir/help/*.txt).
+func HelpFlagSet(name, text string) *flag.FlagSet {
+	usage, rest, _ := strings.Cut(text, "\n\n")
+	desc, examples := rest, ""
+	if i := strings.LastIndex(rest, "\nExamples:\n"); i >= 0 {
+		desc, examples = rest[:i], rest[i+len("\nExamples:\n"):]
+	}
+	return NewFlagSet(name, usage, strings.TrimRight(desc, "\n"), examples)
+}
+
 // DocOf returns the Doc of a flag set made by NewFlagSet (the zero Doc,
 // named after the set, for any other).
 func DocOf(fs *flag.FlagSet) Doc {

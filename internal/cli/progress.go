@@ -110,3 +110,19 @@ func (p *Progress) Finish() {
 		p.bar = nil
 	}
 }
+
+// LazyProgress returns a progress callback (done of total units) that
+// draws its bar on out from its first call, when the total is known,
+// and the bar's Finish. With out nil, set is nil: nothing is drawn.
+func LazyProgress(out io.Writer, unit string) (set func(done, total int), finish func()) {
+	var bar *Progress
+	var once sync.Once
+	finish = func() { bar.Finish() }
+	if out == nil {
+		return nil, finish
+	}
+	return func(done, total int) {
+		once.Do(func() { bar = NewProgress(out, int64(total), unit) })
+		bar.Set(int64(done))
+	}, finish
+}

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -140,4 +141,18 @@ func WriteHTML(w io.Writer, c *Comparison) error {
 		d.Rows = append(d.Rows, x)
 	}
 	return page.Execute(w, d)
+}
+
+// WriteHTMLFile writes the HTML report (WriteHTML) to the file at path,
+// created or truncated.
+func WriteHTMLFile(path string, c *Comparison) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = WriteHTML(f, c)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

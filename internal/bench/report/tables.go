@@ -125,3 +125,21 @@ func WriteRun(w io.Writer, r *result.Run) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// WriteRunOutputs shows a finished run: its tables on stdout, or its JSON
+// there with jsonOut "-"; with another jsonOut, also its JSON in that
+// file, said on log.
+func WriteRunOutputs(r *result.Run, jsonOut string, stdout, log io.Writer) error {
+	if jsonOut == "-" {
+		return r.Write(stdout)
+	}
+	_ = WriteRun(stdout, r) // to stdout: nowhere else to report
+	if jsonOut == "" {
+		return nil
+	}
+	if err := r.WriteFile(jsonOut); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "weir bench: result written to %s\n", jsonOut)
+	return nil
+}

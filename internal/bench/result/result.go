@@ -246,6 +246,16 @@ func Read(rd io.Reader) (*Run, error) {
 	return &r, nil
 }
 
+// ReadFile reads the result file at path (Read).
+func ReadFile(path string) (*Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f)
+}
+
 // WriteFile writes the run as JSON to the file at path (created, or
 // truncated).
 func (r *Run) WriteFile(path string) error {

@@ -1,0 +1,82 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/weir-dev/weir/internal/clickhouse"
+	"github.com/weir-dev/weir/internal/sink/kafka"
+)
+
+// ClickHouseSetup is one 'weir clickhouse setup': the tables in
+// ClickHouse and, with Brokers, the Kafka topic they ingest.
+type ClickHouseSetup struct {
+	URL, User, PasswordFile string // ClickHouse's HTTP interface and credentials
+	Database, Topic, Group  string
+	Consumers               int
+	Brokers                 string // HOST:PORT[,HOST:PORT...]; "": no Kafka ingestion
+	Partitions, Replication int    // of the topic when setup creates it
+	Retention               string // whole days (30d); "": none
+	Stdout                  io.Writer
+	Log                     io.Writer // warnings, as "weir clickhouse setup: warning: ..."
+}
+
+// SetupClickHouse creates the topic unless it exists and the database's
+// tables, within 5 minutes or until SIGINT. Mistakes in s are usage
+// errors.
+func SetupClickHouse(ctx context.Context, s ClickHouseSetup) error {
+	if s.URL == "" {
+		return usagef("--url is required (ClickHouse's HTTP interface, e.g. http://127.0.0.1:8123)")
+	}
+	cfg := clickhouse.Config{Database: s.Database, Topic: s.Topic, Group: s.Group, Consumers: s.Consumers}
+	if s.Retention != "" {
+		d, err := clickhouse.ParseRetention(s.Retention)
+		if err != nil {
+			return usagef("--retention: %v", err)
+		}
+		cfg.Retention = d
+	}
+	conn, err := clickhouse.NewHTTP(s.URL, s.User, s.PasswordFile)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	kc, err := kafka.ParseURL("kafka://" + s.Brokers + "/" + s.Topic)
+	if s.Brokers != "" && err != nil {
+		return usagef("--kafka/--topic: %v", err)
+	}
+	if s.Brokers != "" && (s.Partitions < 1 || s.Replication < 1 || s.Partitions > 1<<16 || s.Replication > 16) {
+		return usagef("--partitions and --replication must be positive")
+	}
+	ctx, cancel := signal.NotifyContext(ctx, os.Interrupt)
+	defer cancel()
+	ctx, cancel2 := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel2()
+	if s.Brokers != "" {
+		created, err := kafka.EnsureTopic(ctx, kc, int32(s.Partitions), int16(s.Replication))
+		if created {
+			fmt.Fprintf(s.Stdout, "created topic %s (%d partitions, replication %d)\n", kc.Topic, s.Partitions, s.Replication)
+		}
+		if err != nil {
+			return err
+		}
+		cfg.Kafka = kc.Brokers
+	}
+	res, err := clickhouse.Setup(ctx, conn, cfg)
+	if err != nil {
+		return err
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(s.Log, "weir clickhouse setup: warning: %s\n", w)
+	}
+	ing := "no Kafka ingestion (records go to " + s.Database + "." + clickhouse.TableInput + ")"
+	if len(cfg.Kafka) > 0 {
+		ing = "ingesting " + s.Topic + " from " + strings.Join(cfg.Kafka, ",") + " as group " + s.Group
+	}
+	fmt.Fprintf(s.Stdout, "ClickHouse %v: database %s ready (%d statements), %s\n", res.Features.Version, s.Database, res.Statements, ing)
+	return nil
+}
