@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/format"
 	"github.com/weir-dev/weir/internal/gendb"
 )
@@ -46,7 +45,6 @@ func runGendb(args []string, stdout_, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "weir bench gendb: the flags ask for no rows, or out-of-range sizes")
 		return exitUsage
 	}
-	var tee func([]flow.Record) error
 	var csv *gendb.CSV
 	if csvOut != "" {
 		f, err := os.OpenFile(csvOut, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a symlink
@@ -56,10 +54,9 @@ func runGendb(args []string, stdout_, stderr io.Writer) int {
 		}
 		defer f.Close()
 		csv = gendb.NewCSV(f)
-		tee = csv.Write
 	}
 	bar := cli.NewProgress(progressOut, rows, "rows")
-	w, err := gendb.WriteStore(cfg, dir, noSync, func(n int64) { bar.Set(n) }, tee)
+	w, err := gendb.WriteStore(cfg, dir, noSync, func(n int64) { bar.Set(n) }, csv.Tee())
 	bar.Finish()
 	if err == nil && csv != nil {
 		err = csv.Flush()

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 
 	"github.com/weir-dev/weir/internal/cli"
 	"github.com/weir-dev/weir/internal/enrich/services"
@@ -33,7 +28,7 @@ func runLBStress(args []string, stdout, stderr io.Writer) int {
 	if done, code := parseFlags(fs, args, stdout, stderr); done {
 		return code
 	}
-	ns, modes, err := lbStressPlan(nodesFlag, groups, lbs, repeat)
+	ns, modes, err := services.StressPlan(nodesFlag, groups, lbs, repeat)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir bench lbstress: %v\n", err)
 		return exitUsage
@@ -43,11 +38,7 @@ func runLBStress(args []string, stdout, stderr io.Writer) int {
 	defer bar.Finish()
 	for _, g := range modes {
 		for _, n := range ns {
-			run := lbStressChild
-			if len(ns)*len(modes) == 1 {
-				run = services.RunStress
-			}
-			r, err := run(n, lbs, g, repeat)
+			r, err := lbStressRun(len(ns)*len(modes) == 1, n, lbs, g, repeat)
 			if err != nil {
 				fmt.Fprintf(stderr, "weir bench lbstress: nodes=%s groups=%v: %v\n", format.Int(int64(n)), g, err)
 				return exitFailure
@@ -67,51 +58,15 @@ func runLBStress(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// lbStressPlan checks the flags: the node counts and the group modes.
-func lbStressPlan(nodes, groups string, lbs, repeat int) (ns []int, modes []bool, err error) {
-	for _, f := range strings.Split(nodes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 100000 {
-			return nil, nil, fmt.Errorf("--nodes: bad count %q", f)
-		}
-		ns = append(ns, n)
+// lbStressRun runs one configuration here when it is the only one, else in
+// a fresh weir process so each starts from an empty heap.
+func lbStressRun(only bool, n, lbs int, groups bool, repeat int) (services.StressResult, error) {
+	if only {
+		return services.RunStress(n, lbs, groups, repeat)
 	}
-	switch groups {
-	case "on":
-		modes = []bool{true}
-	case "off":
-		modes = []bool{false}
-	case "both":
-		modes = []bool{true, false}
-	default:
-		return nil, nil, fmt.Errorf("--groups must be on, off or both")
-	}
-	if lbs < 1 || lbs > 65000 || repeat < 1 {
-		return nil, nil, fmt.Errorf("--lbs must be 1…65,000 and --repeat ≥ 1")
-	}
-	return ns, modes, nil
-}
-
-// lbStressChild runs one configuration in a fresh weir process.
-func lbStressChild(n, lbs int, groups bool, repeat int) (services.StressResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return services.StressResult{}, err
 	}
-	g := "on"
-	if !groups {
-		g = "off"
-	}
-	var out, errb bytes.Buffer
-	cmd := exec.Command(exe, "bench", "lbstress", "--json", "--nodes", strconv.Itoa(n), "--lbs", strconv.Itoa(lbs), "--groups", g, "--repeat", strconv.Itoa(repeat))
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return services.StressResult{}, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
-	}
-	var r services.StressResult
-	sc := bufio.NewScanner(&out)
-	if !sc.Scan() {
-		return r, fmt.Errorf("child printed nothing")
-	}
-	return r, json.Unmarshal(sc.Bytes(), &r)
+	return services.RunStressChild(exe, n, lbs, groups, repeat)
 }

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/weir-dev/weir/internal/agent"
 	"github.com/weir-dev/weir/internal/cli"
-	"github.com/weir-dev/weir/internal/store"
 )
 
 // runStoreCheck is 'weir store check'.
@@ -38,24 +36,9 @@ func runStoreStats(args []string, stdout_, stderr io.Writer) int {
 	if done, code := parseFlags(fs, args, stdout_, stderr); done {
 		return code
 	}
-	if _, err := os.Stat(dir); err != nil {
-		fmt.Fprintf(stderr, "weir store stats: no flow store at %s: point --data-dir at one\n", dir)
-		return exitFailure
-	}
-	st, err := store.OpenReadOnly(dir)
-	if err != nil {
+	if err := agent.StoreStats(dir, stdout_, stderr); err != nil {
 		fmt.Fprintf(stderr, "weir store stats: %v\n", err)
 		return exitFailure
-	}
-	defer st.Close()
-	rep, err := st.ColumnStats(0, 0, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "weir store stats: %v\n", err)
-		return exitFailure
-	}
-	fmt.Fprint(stdout_, rep.Summary())
-	if n := st.Stats().CorruptBlocks; n > 0 {
-		fmt.Fprintf(stderr, "weir store stats: %d damaged blocks are left out ('weir store check' lists them)\n", n)
 	}
 	return exitOK
 }

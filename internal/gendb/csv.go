@@ -105,3 +105,12 @@ func appendAddr(b []byte, a *[16]byte, ver uint8) []byte {
 	}
 	return ip.AppendTo(b)
 }
+
+// Tee returns the function WriteStore calls with each block's records to
+// write them to c too, or nil (no tee) when c is nil.
+func (c *CSV) Tee() func([]flow.Record) error {
+	if c == nil {
+		return nil
+	}
+	return c.Write
+}
