@@ -35,11 +35,10 @@ func dueMatchesScan(t *testing.T, events bool, seed uint64) {
 
 	const tuples = 60
 	type state struct {
-		id         uint32
-		po, pr     uint64
-		dying, tw  bool
-		inTable    bool
-		restartsAt int
+		id        uint32
+		po, pr    uint64
+		dying, tw bool
+		inTable   bool
 	}
 	conns := make([]state, tuples)
 	nextID := uint32(1)

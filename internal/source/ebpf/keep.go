@@ -8,15 +8,15 @@ import "github.com/weir-dev/weir/internal/caps"
 // need CAP_BPF for every bpf() command, CAP_NET_ADMIN for clsact filters
 // and, with Drops, CAP_PERFMON for the drop tracepoint; Netns needs
 // CAP_SYS_ADMIN to enter the namespaces again.
-func (c *Config) Keep() caps.Set {
+func (cfg *Config) Keep() caps.Set {
 	var k caps.Set
-	if !caps.KernelAtLeast(6, 6) || c.Attach == AttachTC {
+	if !caps.KernelAtLeast(6, 6) || cfg.Attach == AttachTC {
 		k |= caps.Of(caps.BPF, caps.NetAdmin)
-		if c.Drops {
+		if cfg.Drops {
 			k |= caps.Of(caps.Perfmon)
 		}
 	}
-	if len(c.Netns) > 0 {
+	if len(cfg.Netns) > 0 {
 		k |= caps.Of(caps.SysAdmin)
 	}
 	return k
