@@ -34,6 +34,10 @@ type pending struct {
 // apply probes again, so flows created or moved in between cost at most a
 // miss. It does not allocate.
 func (t *Table) UpdateBatch(ps []Packet) {
+	if t.n <= smallTable {
+		t.updateBatchSmall(ps)
+		return
+	}
 	const d = prefetchDistance
 	var ring [4 * d]pending // entries i..i+2D are live
 	n := len(ps)
@@ -76,5 +80,39 @@ func (t *Table) slotAhead(r *pending) {
 			i = 0
 		}
 	}
+	prefetchSlot(uintptr(unsafe.Pointer(&t.slots[i])))
+}
+
+// smallTable is the slot count up to which UpdateBatch skips the tag scan
+// stage: tags and slots of a table this size mostly sit in L2/L3, where the
+// scan costs more than the miss it hides (10k flows: 56-65 vs 51 ns).
+const smallTable = 1 << 15
+
+// updateBatchSmall is UpdateBatch for small tables: two stages, packet
+// i+D hashed with its home tag line and home slot prefetched, packet i
+// applied.
+func (t *Table) updateBatchSmall(ps []Packet) {
+	const d = prefetchDistance
+	var ring [d]pending
+	n := len(ps)
+	for i := 0; i < min(n, d); i++ {
+		t.hashHome(&ps[i], &ring[i])
+	}
+	for i := range ps {
+		r := &ring[i&(d-1)]
+		t.apply(&ps[i], &r.w, r.dir, r.h)
+		if k := i + d; k < n { // reuse r's ring entry for packet k
+			t.hashHome(&ps[k], r)
+		}
+	}
+}
+
+// hashHome makes p's key canonical and hashes it into r, and prefetches its
+// home tag line and home slot.
+func (t *Table) hashHome(p *Packet, r *pending) {
+	r.dir = canonical(&p.Key, &r.w)
+	r.h = t.hash(&r.w)
+	i := fastrange(r.h, t.n)
+	prefetch.Line(uintptr(unsafe.Pointer(&t.tags[i])))
 	prefetchSlot(uintptr(unsafe.Pointer(&t.slots[i])))
 }

@@ -349,7 +349,8 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 // evictions, against a map of each conversation's packet and byte totals.
 // After every step each live flow is found and the tag index matches the
 // slots; at the end the records emitted sum to the model's totals. The big
-// table (over hugeMin) lives in its own mapping on Linux.
+// table (over hugeMin) lives in its own mapping on Linux; the two small
+// tables take UpdateBatch's two-stage path, the big one the three-stage.
 func TestTagIndexBatchChurn(t *testing.T) {
 	for _, c := range []struct {
 		seed             uint64
@@ -387,6 +388,9 @@ func TestTagIndexBatchChurn(t *testing.T) {
 		}
 		if c.maxFlows == 40_000 && tb.MemoryBytes() < hugeMin {
 			t.Fatalf("table of %d B: not past hugeMin", tb.MemoryBytes())
+		}
+		if big := tb.n > smallTable; big != (c.maxFlows == 40_000) { // both UpdateBatch paths are run
+			t.Fatalf("%d slots: past smallTable %v, want %v", tb.n, big, !big)
 		}
 		now := int64(0)
 		pkts := make([]Packet, 300)
