@@ -94,7 +94,7 @@ func TestColumnStats(t *testing.T) {
 	if c := r.Columns[cDropReason]; c.Blocks != 0 || c.Stored != 0 {
 		t.Errorf("DropReason (all empty) stored: %+v", c)
 	}
-	if out := r.Summary(); !strings.Contains(out, "SrcAddr") || strings.Contains(out, "DropReason") || !strings.Contains(out, "15000 rows in 3 blocks") {
+	if out := r.Summary(); !strings.Contains(out, "SrcAddr") || strings.Contains(out, "DropReason") || !strings.Contains(out, "15,000 rows in 3 blocks") {
 		t.Errorf("summary:\n%s", out)
 	}
 }

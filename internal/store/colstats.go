@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/weir-dev/weir/internal/format"
 )
 
 // colNames are the stored columns' names, in id order.
@@ -72,7 +74,7 @@ func (s *Store) ColumnStats(from, to int64, ifaces []string) (ColumnReport, erro
 func (r *ColumnReport) Summary() string {
 	var sb strings.Builder
 	per := func(b int64) float64 { return float64(b) / float64(max(r.Rows, 1)) }
-	fmt.Fprintf(&sb, "%d rows in %d blocks: %.3f B/row in blocks\n", r.Rows, r.Blocks, per(r.BlockBytes))
+	fmt.Fprintf(&sb, "%s rows in %s blocks: %.3f B/row in blocks\n", format.Int(r.Rows), format.Int(r.Blocks), per(r.BlockBytes))
 	fmt.Fprintf(&sb, "%-15s %8s %9s  %s\n", "column", "B/row", "raw B/row", "encodings (blocks)")
 	for _, c := range r.Columns {
 		if c.Blocks == 0 {
