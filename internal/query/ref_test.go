@@ -254,7 +254,7 @@ func reference(q *Query, cond func(*flow.Record) bool, recs []flow.Record) ([]Ro
 		res = int64(DefaultResolution)
 	}
 	from, to := bounds(q)
-	groups := map[string]*Row{}
+	groups := map[Key]*Row{} // Key is comparable: every Time in it is UTC
 	var tot Counters
 	for i := range recs {
 		rec := &recs[i]
@@ -287,11 +287,10 @@ func reference(q *Query, cond func(*flow.Record) bool, recs []flow.Record) ([]Ro
 				k.Sampling = rec.Sampling
 			}
 		}
-		ks := fmt.Sprintf("%v|%q|%s|%v|%v|%d|%d|%d|%q|%d", k.Time, k.Node, k.Iface, k.SrcIP, k.DstIP, k.SrcPort, k.DstPort, k.Proto, k.DropReason, k.Sampling)
-		g := groups[ks]
+		g := groups[k]
 		if g == nil {
 			g = &Row{Key: k}
-			groups[ks] = g
+			groups[k] = g
 		}
 		c := Counters{rec.Packets, rec.Bytes, rec.RevPackets, rec.RevBytes, 1, rec.DropPackets, rec.DropBytes}
 		g.add(&c)
