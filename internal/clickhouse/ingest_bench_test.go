@@ -31,7 +31,8 @@ import (
 // slice's first emission (an upper bound: up to 100 ms + one poll late).
 // It reports records/s end to end (records / (first emission → all
 // queryable)), the emitting rate reached, p50/p99/max latency in ms, and
-// fails if a record is missing or doubled. Run it with -benchtime 1x.
+// fails if a record is missing or doubled, and the CPU the ClickHouse
+// server and the broker spent per record meanwhile. Run it with -benchtime 1x.
 func BenchmarkIngest(b *testing.B) {
 	rate, secs := 200000.0, 15.0
 	if v := os.Getenv("WEIR_INGEST_RATE"); v != "" {
@@ -131,6 +132,7 @@ func ingestOnce(b *testing.B, fl *testfleet.Fleet, rate, secs float64) {
 		}
 	}()
 
+	chCPU0, kCPU0 := serverCPU(b, fl)
 	start := time.Now()
 	var sent int64
 	total := int64(rate * secs)
@@ -176,6 +178,7 @@ func ingestOnce(b *testing.B, fl *testfleet.Fleet, rate, secs float64) {
 		}
 	}
 	total2 := time.Since(start)
+	chCPU1, kCPU1 := serverCPU(b, fl)
 	close(done)
 	if err := <-polled; err != nil {
 		b.Fatal(err)
@@ -203,7 +206,23 @@ func ingestOnce(b *testing.B, fl *testfleet.Fleet, rate, secs float64) {
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
+	b.ReportMetric(float64((chCPU1-chCPU0).Nanoseconds())/float64(sent)/1e3, "clickhouse-cpu-µs/record")
+	b.ReportMetric(float64((kCPU1-kCPU0).Nanoseconds())/float64(sent)/1e3, "kafka-cpu-µs/record")
 	b.Logf("%d records emitted in %v (%d distinct timestamps), all queryable after %v", sent, emitTime.Round(time.Millisecond), distinct, total2.Round(time.Millisecond))
+}
+
+// serverCPU is the CPU time ClickHouse and the broker have used so far
+// (their share of a run is the difference; the poller's queries are in
+// ClickHouse's, a few per second).
+func serverCPU(b *testing.B, fl *testfleet.Fleet) (ch, k time.Duration) {
+	ch, err := fl.CPU("clickhouse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if k, err = fl.CPU("kafka"); err != nil {
+		b.Fatal(err)
+	}
+	return ch, k
 }
 
 // sliceCounts counts db.flows' rows per slice of end_ns from slice from on.
