@@ -41,13 +41,14 @@ func expand(sql string, from, to time.Time, step int, nodes []string) string {
 // records from two nodes: each query must run and answer rows.
 func TestFlowsDashboardOnClickHouse(t *testing.T) {
 	f := testfleet.Start(t, testfleet.ClickHouse)
+	db := f.Database("weir")
 	c, err := clickhouse.NewHTTP(f.ClickHouse, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := clickhouse.Setup(ctx, c, clickhouse.Config{}); err != nil {
+	if _, err := clickhouse.Setup(ctx, c, clickhouse.Config{Database: db}); err != nil {
 		t.Fatal(err)
 	}
 	var rows []byte
@@ -67,7 +68,7 @@ func TestFlowsDashboardOnClickHouse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := clickhouse.InsertRows(ctx, c, "weir", bytes.NewReader(rows)); err != nil {
+	if err := clickhouse.InsertRows(ctx, c, db, bytes.NewReader(rows)); err != nil {
 		t.Fatal(err)
 	}
 	d, panels := load(t, "weir-flows.json", "grafana-clickhouse-datasource")
@@ -87,7 +88,7 @@ func TestFlowsDashboardOnClickHouse(t *testing.T) {
 	for _, p := range panels {
 		for _, q := range p.Targets {
 			text := expand(q.RawSQL, start, start.Add(24*time.Hour), 3600, []string{"node-a", "node-b"})
-			text = strings.Replace(text, "FROM flows", "FROM weir.flows", -1) + " FORMAT JSONEachRow"
+			text = strings.Replace(text, "FROM flows", "FROM "+db+".flows", -1) + " FORMAT JSONEachRow"
 			rc, err := c.Do(ctx, text, nil, nil)
 			if err != nil {
 				t.Errorf("panel %q: %v\n%s", p.Title, err, text)

@@ -22,13 +22,14 @@ import (
 // format, and --list names the same interfaces with the same counts.
 func TestQueryClickHouse(t *testing.T) {
 	f := testfleet.Start(t, testfleet.ClickHouse)
+	db := f.Database("weirq")
 	conn, err := clickhouse.NewHTTP(f.ClickHouse, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := clickhouse.Setup(ctx, conn, clickhouse.Config{Database: "weirq"}); err != nil {
+	if _, err := clickhouse.Setup(ctx, conn, clickhouse.Config{Database: db}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -53,10 +54,10 @@ func TestQueryClickHouse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := clickhouse.InsertRows(ctx, conn, "weirq", bytes.NewReader(rows)); err != nil {
+	if err := clickhouse.InsertRows(ctx, conn, db, bytes.NewReader(rows)); err != nil {
 		t.Fatal(err)
 	}
-	ch := []string{"--clickhouse", f.ClickHouse, "--clickhouse-database", "weirq"}
+	ch := []string{"--clickhouse", f.ClickHouse, "--clickhouse-database", db}
 	for _, args := range [][]string{
 		{"sip"},
 		{"-n", "5", "talk_conv", "dport = 443 and not snet 10.0.0.0/30"},

@@ -24,13 +24,14 @@ import (
 // nodes and interfaces with the store's counts, and live flows are a 404.
 func TestClickHouseBackend(t *testing.T) {
 	f := testfleet.Start(t, testfleet.ClickHouse)
+	db := f.Database("weir")
 	conn, err := clickhouse.NewHTTP(f.ClickHouse, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := clickhouse.Setup(ctx, conn, clickhouse.Config{}); err != nil {
+	if _, err := clickhouse.Setup(ctx, conn, clickhouse.Config{Database: db}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: 24 * time.Hour})
@@ -53,10 +54,10 @@ func TestClickHouseBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := clickhouse.InsertRows(ctx, conn, "weir", bytes.NewReader(rows)); err != nil {
+	if err := clickhouse.InsertRows(ctx, conn, db, bytes.NewReader(rows)); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := NewClickHouseBackend(ctx, conn, "weir")
+	ch, err := NewClickHouseBackend(ctx, conn, db)
 	if err != nil {
 		t.Fatal(err)
 	}

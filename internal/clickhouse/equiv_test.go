@@ -13,6 +13,7 @@ import (
 	"github.com/weir-dev/weir/internal/gendb"
 	"github.com/weir-dev/weir/internal/query"
 	"github.com/weir-dev/weir/internal/store"
+	"github.com/weir-dev/weir/internal/testfleet"
 	"github.com/weir-dev/weir/internal/wire"
 )
 
@@ -69,7 +70,8 @@ func equivRecords(t *testing.T) []flow.Record {
 func testEquivalence(t *testing.T, c Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	db := "weir_equiv"
+	db := testfleet.Unique("weir_equiv") // runs on a shared fleet never see each other's rows
+	defer Exec(context.Background(), c, NewStmt(false).S("DROP DATABASE IF EXISTS ", db))
 	if _, err := Setup(ctx, c, Config{Database: db}); err != nil {
 		t.Fatal(err)
 	}

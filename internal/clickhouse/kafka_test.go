@@ -24,9 +24,10 @@ func TestKafkaIngest(t *testing.T) {
 		n, _ = strconv.Atoi(v)
 	}
 	fl := testfleet.Start(t, testfleet.Kafka|testfleet.ClickHouse)
+	db, topic := fl.Database("weir"), testfleet.Unique("weir-flows")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	kc, err := kafka.ParseURL("kafka://" + fl.Kafka + "/weir-flows")
+	kc, err := kafka.ParseURL("kafka://" + fl.Kafka + "/" + topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestKafkaIngest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(ctx, c, Config{Database: "weir", Kafka: kc.Brokers, Topic: "weir-flows", Consumers: 2}); err != nil {
+	if _, err := Setup(ctx, c, Config{Database: db, Kafka: kc.Brokers, Topic: topic, Group: testfleet.Unique("weir"), Consumers: 2}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := kafka.New(kc)
@@ -69,7 +70,7 @@ func TestKafkaIngest(t *testing.T) {
 	}
 	produced := time.Since(start)
 	count := func(table, col string) uint64 {
-		rc, err := c.Do(ctx, "SELECT toUInt64("+col+") FROM weir."+table+" FORMAT RowBinary", nil, nil)
+		rc, err := c.Do(ctx, "SELECT toUInt64("+col+") FROM "+db+"."+table+" FORMAT RowBinary", nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

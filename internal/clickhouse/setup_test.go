@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weir-dev/weir/internal/testfleet"
 )
 
 // TestClickHouse runs weir's SQL on each server: Setup twice (idempotent),
@@ -28,7 +30,10 @@ func TestClickHouse(t *testing.T) {
 func testSetup(t *testing.T, c Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := Config{Database: "weir_setup", Retention: 30 * 24 * time.Hour}
+	db, other := testfleet.Unique("weir_setup"), testfleet.Unique("weir_other")
+	defer Exec(context.Background(), c, NewStmt(false).S("DROP DATABASE IF EXISTS ", db))
+	defer Exec(context.Background(), c, NewStmt(false).S("DROP DATABASE IF EXISTS ", other))
+	cfg := Config{Database: db, Retention: 30 * 24 * time.Hour}
 	res, err := Setup(ctx, c, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +42,7 @@ func testSetup(t *testing.T, c Conn) {
 		t.Errorf("TTL %v but warnings %q", res.Features.TTL, res.Warnings)
 	}
 	tables := func() string {
-		s := NewStmt(false).S("SELECT name FROM system.tables WHERE database = ").Str("weir_setup").S(" ORDER BY name FORMAT RowBinary")
+		s := NewStmt(false).S("SELECT name FROM system.tables WHERE database = ").Str(db).S(" ORDER BY name FORMAT RowBinary")
 		rc, err := c.Do(ctx, s.SQL(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -61,13 +66,13 @@ func testSetup(t *testing.T, c Conn) {
 		t.Errorf("after a second setup: tables %q", got)
 	}
 	// a flows table that IF NOT EXISTS would keep, of another layout
-	if err := Exec(ctx, c, NewStmt(false).S("CREATE DATABASE IF NOT EXISTS weir_other")); err != nil {
+	if err := Exec(ctx, c, NewStmt(false).S("CREATE DATABASE IF NOT EXISTS ", other)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Exec(ctx, c, NewStmt(false).S("CREATE TABLE IF NOT EXISTS weir_other.flows (start DateTime, x UInt8) ENGINE = MergeTree() ORDER BY start")); err != nil {
+	if err := Exec(ctx, c, NewStmt(false).S("CREATE TABLE IF NOT EXISTS ", other, ".flows (start DateTime, x UInt8) ENGINE = MergeTree() ORDER BY start")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Setup(ctx, c, Config{Database: "weir_other"}); err == nil || !strings.Contains(err.Error(), "other columns") {
+	if _, err := Setup(ctx, c, Config{Database: other}); err == nil || !strings.Contains(err.Error(), "other columns") {
 		t.Errorf("setup over a foreign flows table: %v", err)
 	}
 	if _, err := Setup(ctx, c, Config{Database: "weir; DROP"}); err == nil {
