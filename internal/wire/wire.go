@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/weir-dev/weir/internal/flow"
@@ -97,37 +98,45 @@ func Append(b []byte, r *flow.Record) []byte {
 	b = append(b, Version)
 	b = appendStr(b, r.Node, MaxString)
 	b = appendStr(b, r.Iface, MaxString)
-	b = binary.LittleEndian.AppendUint64(b, uint64(r.Start))
-	b = binary.LittleEndian.AppendUint64(b, uint64(r.End))
-	b = append(b, k.IPVersion)
-	b = append(b, k.SrcAddr[:]...)
-	b = append(b, k.DstAddr[:]...)
-	b = binary.LittleEndian.AppendUint16(b, k.SrcPort)
-	b = binary.LittleEndian.AppendUint16(b, k.DstPort)
-	b = append(b, k.Proto, k.ICMPType, k.ICMPCode)
-	b = binary.LittleEndian.AppendUint64(b, r.Packets)
-	b = binary.LittleEndian.AppendUint64(b, r.Bytes)
-	b = binary.LittleEndian.AppendUint64(b, r.RevPackets)
-	b = binary.LittleEndian.AppendUint64(b, r.RevBytes)
-	b = append(b, r.TCPFlags, r.RevTCPFlags, uint8(r.EndReason))
-	b = binary.LittleEndian.AppendUint16(b, r.VLAN)
-	b = binary.LittleEndian.AppendUint32(b, r.Sampling)
-	b = binary.LittleEndian.AppendUint64(b, r.DropPackets)
-	b = binary.LittleEndian.AppendUint64(b, r.DropBytes)
+	// The fixed-width runs are written at fixed offsets of one grown
+	// span: one capacity check and no bounds checks instead of one per field.
+	b, f := grow(b, fixedA)
+	p := (*[fixedA]byte)(f)
+	le := binary.LittleEndian
+	le.PutUint64(p[0:], uint64(r.Start))
+	le.PutUint64(p[8:], uint64(r.End))
+	p[16] = k.IPVersion
+	*(*[16]byte)(p[17:]) = k.SrcAddr
+	*(*[16]byte)(p[33:]) = k.DstAddr
+	le.PutUint16(p[49:], k.SrcPort)
+	le.PutUint16(p[51:], k.DstPort)
+	p[53], p[54], p[55] = k.Proto, k.ICMPType, k.ICMPCode
+	le.PutUint64(p[56:], r.Packets)
+	le.PutUint64(p[64:], r.Bytes)
+	le.PutUint64(p[72:], r.RevPackets)
+	le.PutUint64(p[80:], r.RevBytes)
+	p[88], p[89], p[90] = r.TCPFlags, r.RevTCPFlags, uint8(r.EndReason)
+	le.PutUint16(p[91:], r.VLAN)
+	le.PutUint32(p[93:], r.Sampling)
+	le.PutUint64(p[97:], r.DropPackets)
+	le.PutUint64(p[105:], r.DropBytes)
 	b = appendStr(b, r.DropReason, MaxShortString)
+	b, f = grow(b, fixedB)
+	q := (*[fixedB]byte)(f)
 	if n := &r.PostNAT; n.IPVersion != 0 {
-		b = append(b, n.IPVersion)
-		b = append(b, n.SrcAddr[:]...)
-		b = append(b, n.DstAddr[:]...)
-		b = binary.LittleEndian.AppendUint16(b, n.SrcPort)
-		b = binary.LittleEndian.AppendUint16(b, n.DstPort)
+		q[0] = n.IPVersion
+		*(*[16]byte)(q[1:]) = n.SrcAddr
+		*(*[16]byte)(q[17:]) = n.DstAddr
+		le.PutUint16(q[33:], n.SrcPort)
+		le.PutUint16(q[35:], n.DstPort)
 	} else { // not translated: version 0, :: and port 0, as the store keeps it
-		b = append(b, zeros[:1+16+16+2+2]...)
+		clear(q[:37])
 	}
-	b = append(b, uint8(r.Verdict))
+	q[37] = uint8(r.Verdict)
 	b = appendStr(b, r.Rule, MaxShortString)
-	b = binary.LittleEndian.AppendUint32(b, r.Mark)
-	b = binary.LittleEndian.AppendUint16(b, r.Zone)
+	b, f = grow(b, 6)
+	le.PutUint32(f[0:4], r.Mark)
+	le.PutUint16(f[4:6], r.Zone)
 	b = appendWorkload(b, r.SrcWorkload)
 	b = appendWorkload(b, r.DstWorkload)
 	if s := r.Service; s != nil {
@@ -138,6 +147,22 @@ func Append(b []byte, r *flow.Record) []byte {
 		b = append(b, 0, 0, 0)
 	}
 	return append(b, uint8(r.ServiceMatch))
+}
+
+// The fixed-width runs of a row: start_ns to drop_bytes, and
+// nat_ip_version to verdict.
+const (
+	fixedA = 8 + 8 + 1 + 16 + 16 + 2 + 2 + 3 + 4*8 + 3 + 2 + 4 + 8 + 8
+	fixedB = 1 + 16 + 16 + 2 + 2 + 1
+)
+
+// grow extends b by n bytes and returns it and those n bytes, for the
+// caller to fill (they hold whatever b's capacity held before).
+func grow(b []byte, n int) ([]byte, []byte) {
+	b = slices.Grow(b, n)
+	o := len(b)
+	b = b[:o+n]
+	return b, b[o:]
 }
 
 var zeros [64]byte
@@ -155,6 +180,9 @@ func appendWorkload(b []byte, w *flow.Workload) []byte {
 // String: its length as a uvarint, then its bytes.
 func appendStr(b []byte, s string, max int) []byte {
 	s = Clip(s, max)
+	if len(s) < 0x80 { // the usual case: a one-byte length
+		return append(append(b, byte(len(s))), s...)
+	}
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
