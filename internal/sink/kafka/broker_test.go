@@ -1,13 +1,9 @@
 package kafka
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -153,7 +149,13 @@ func benchBroker(b *testing.B, opts string) {
 	f, s, _ := brokerSink(b, opts)
 	recs := records(1<<16, 1<<12, "node-a")
 	ctx := context.Background()
-	broker := brokerCPU(b, f)
+	broker := func() time.Duration {
+		d, err := f.CPU("kafka")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
 	var ru0, ru1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	bc0 := broker()
@@ -178,33 +180,5 @@ func benchBroker(b *testing.B, opts string) {
 	b.ReportMetric(float64((bc1-bc0).Nanoseconds())/float64(b.N), "broker-cpu-ns/record")
 	if st := s.Stats(); st.Produced != uint64(b.N) || st.Dropped != [numDropReasons]uint64{} {
 		b.Fatalf("stats %+v", st)
-	}
-}
-
-// brokerCPU returns a reader of the broker process's CPU time so far
-// (utime+stime of /proc/PID/stat, in clock ticks of 10 ms).
-func brokerCPU(b *testing.B, f *testfleet.Fleet) func() time.Duration {
-	pid, err := os.ReadFile(filepath.Join(f.Dir(), "kafka", "pid"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	stat := "/proc/" + strings.TrimSpace(string(pid)) + "/stat"
-	return func() time.Duration {
-		buf, err := os.ReadFile(stat)
-		if err != nil {
-			b.Fatal(err)
-		}
-		// The fields after the command's closing parenthesis: state is
-		// field 3, utime 14 and stime 15.
-		fs := strings.Fields(string(buf[bytes.LastIndexByte(buf, ')')+1:]))
-		if len(fs) < 13 {
-			b.Fatalf("%s: %q", stat, buf)
-		}
-		u, err1 := strconv.ParseInt(fs[11], 10, 64)
-		k, err2 := strconv.ParseInt(fs[12], 10, 64)
-		if err1 != nil || err2 != nil {
-			b.Fatalf("%s: %q", stat, buf)
-		}
-		return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 	}
 }
