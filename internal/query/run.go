@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -203,8 +202,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	}
 	workers = max(1, min(workers, len(blocks)))
 	// With many groups, each worker reads every block but keeps only the
-	// groups of its hash partition: decoding twice costs less than two
-	// tables of the same millions of groups and merging them.
+	// groups of its hash partition: one table of the millions of groups,
+	// not one per worker to merge. Each block is decoded once, by one
+	// worker in turn, and shared (ring).
 	parted := workers > 1 && manyGroups(q.Group)
 	scans := make([]*scanner, workers)
 	var next atomic.Int64
@@ -216,6 +216,10 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
+	var shared *ring // partitioned workers decode each block once, in turn
+	if parted {
+		shared = newRing(workers)
+	}
 	for w := range scans {
 		sc := newScanner(q, from, to)
 		if parted {
@@ -230,10 +234,29 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 				if !parted {
 					i = int(next.Add(1) - 1)
 				}
-				if i >= len(blocks) || ctx.Err() != nil || failed.Load() {
+				if i >= len(blocks) {
 					return
 				}
-				if err := sc.block(s, &blocks[i]); err != nil {
+				if ctx.Err() != nil || failed.Load() {
+					if shared != nil {
+						shared.stop() // the others may wait for a block this worker was to decode
+					}
+					return
+				}
+				var err error
+				if shared != nil {
+					var sl *ringSlot
+					var ok bool
+					if sl, ok, err = shared.next(w, i, sc, s, &blocks[i]); ok {
+						sc.use(sl.st, sl.whole, &sl.cols)
+						shared.done(i)
+					} else if err == nil {
+						return // another worker stopped
+					}
+				} else {
+					err = sc.block(s, &blocks[i])
+				}
+				if err != nil {
 					errs[w] = err
 					failed.Store(true) // stop the others
 					return
@@ -399,29 +422,11 @@ func newScanner(q *Query, from, to int64) *scanner {
 
 // block reads and aggregates one block, unless its summaries rule it out.
 func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
-	if !sc.q.Cond.mayMatch(b) || b.MinStart >= sc.to || b.MaxEnd < sc.from {
-		sc.skipped++
-		return nil
+	st, whole, err := sc.read(s, b, &sc.cols)
+	if err != nil {
+		return err
 	}
-	whole := b.MinStart >= sc.from && b.MaxEnd < sc.to // every row's Start is in range
-	need := sc.need
-	if !whole {
-		need = sc.needPartial
-	}
-	if noDrops(b) { // nearly every block: the drop columns are all 0
-		need &^= store.ColDropPackets | store.ColDropBytes
-	}
-	if err := s.ReadBlock(b, need, &sc.cols); err != nil {
-		if errors.Is(err, store.ErrCorrupt) {
-			sc.corrupt++
-			return nil
-		}
-		if errors.Is(err, store.ErrPruned) { // retention deleted it since it was listed
-			return nil
-		}
-		return fmt.Errorf("query: %w", err)
-	}
-	sc.rows(&sc.cols, !whole)
+	sc.use(st, whole, &sc.cols)
 	return nil
 }
 

@@ -1,0 +1,139 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// blockState is what reading a block came to.
+type blockState uint8
+
+const (
+	blockRows    blockState = iota // decoded: aggregate its rows
+	blockSkipped                   // ruled out by its summaries, never read
+	blockCorrupt                   // failed its checks: skipped and counted
+	blockGone                      // pruned by retention since it was listed
+)
+
+// read decodes block b into cols unless its summaries rule it out; whole
+// says every row's Start is in the query's range.
+func (sc *scanner) read(s *store.Store, b *store.BlockInfo, cols *store.Columns) (st blockState, whole bool, err error) {
+	if !sc.q.Cond.mayMatch(b) || b.MinStart >= sc.to || b.MaxEnd < sc.from {
+		return blockSkipped, false, nil
+	}
+	whole = b.MinStart >= sc.from && b.MaxEnd < sc.to
+	need := sc.need
+	if !whole {
+		need = sc.needPartial
+	}
+	if noDrops(b) { // nearly every block: the drop columns are all 0
+		need &^= store.ColDropPackets | store.ColDropBytes
+	}
+	if err := s.ReadBlock(b, need, cols); err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			return blockCorrupt, whole, nil
+		}
+		if errors.Is(err, store.ErrPruned) {
+			return blockGone, whole, nil
+		}
+		return 0, whole, fmt.Errorf("query: %w", err)
+	}
+	return blockRows, whole, nil
+}
+
+// use aggregates a block read as st (counting it when not read).
+func (sc *scanner) use(st blockState, whole bool, cols *store.Columns) {
+	switch st {
+	case blockSkipped:
+		sc.skipped++
+	case blockCorrupt:
+		sc.corrupt++
+	case blockRows:
+		sc.rows(cols, !whole)
+	}
+}
+
+// ring shares decoded blocks among partitioned workers: each worker reads
+// every block in order and keeps the groups of its hash partition, but
+// only one of them decodes a block (worker i%workers block i), into a
+// slot of the ring the others then read too. Decoding, half the CPU of a
+// two-address query, is then done once instead of once per worker.
+type ring struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	workers int
+	slots   []ringSlot
+	abort   bool // a worker failed or the query was cancelled: all stop
+}
+
+// ringSlot holds one decoded block until every worker has used it.
+type ringSlot struct {
+	block int  // index of the block held
+	ready bool // decoded, not yet used by every worker
+	users int  // workers yet to use it
+	st    blockState
+	whole bool
+	cols  store.Columns
+}
+
+func newRing(workers int) *ring {
+	r := &ring{workers: workers, slots: make([]ringSlot, 2*workers)} // a block ahead per worker
+	r.cond.L = &r.mu
+	return r
+}
+
+// stop makes every worker's wait return false.
+func (r *ring) stop() {
+	r.mu.Lock()
+	r.abort = true
+	r.cond.Broadcast()
+	r.mu.Unlock()
+}
+
+// next hands worker w block i of blocks, decoding it first when it is w's
+// turn; the caller must call done(i) after using it. It returns false
+// (and an error if the read failed) when the workers must stop.
+func (r *ring) next(w, i int, sc *scanner, s *store.Store, b *store.BlockInfo) (*ringSlot, bool, error) {
+	sl := &r.slots[i%len(r.slots)]
+	if i%r.workers == w {
+		r.mu.Lock()
+		for sl.users > 0 && !r.abort { // the block before in this slot is still in use
+			r.cond.Wait()
+		}
+		abort := r.abort
+		r.mu.Unlock()
+		if abort {
+			return nil, false, nil
+		}
+		// The slot is this worker's alone until it is marked ready.
+		st, whole, err := sc.read(s, b, &sl.cols)
+		if err != nil {
+			r.stop()
+			return nil, false, err
+		}
+		r.mu.Lock()
+		sl.block, sl.ready, sl.users, sl.st, sl.whole = i, true, r.workers, st, whole
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !(sl.ready && sl.block == i) && !r.abort {
+		r.cond.Wait()
+	}
+	return sl, !r.abort, nil
+}
+
+// done says worker has used block i: the last user frees its slot.
+func (r *ring) done(i int) {
+	sl := &r.slots[i%len(r.slots)]
+	r.mu.Lock()
+	if sl.users--; sl.users == 0 {
+		sl.ready = false
+		r.cond.Broadcast()
+	}
+	r.mu.Unlock()
+}
