@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/prefetch"
 	"github.com/weir-dev/weir/internal/store"
 )
 
@@ -349,6 +348,8 @@ type scanner struct {
 	need, needPartial store.Column
 	part, parts       uint64      // this scanner keeps the groups of hash partition part
 	srcIDs, dstIDs    dictIDs     // per block: dictionary index → interned id
+	in                *agg        // interns addresses: g, or the ring's, shared by partitioned workers
+	prep              prep        // the block's selection and interned addresses (rows)
 	acc               []sums      // per block: sums per dictionary entry (byDict)
 	accDrops          [][2]uint64 // and drop sums, for blocks with drops
 	byID              []sums      // byDict's sums per interned address id
@@ -361,6 +362,7 @@ type scanner struct {
 
 func newScanner(q *Query, from, to int64) *scanner {
 	sc := &scanner{q: q, from: from, to: to, g: newAgg(), res: int64(q.Resolution)}
+	sc.in = sc.g
 	if sc.res <= 0 {
 		sc.res = int64(DefaultResolution)
 	}
@@ -435,94 +437,6 @@ func noDrops(b *store.BlockInfo) bool {
 	_, p, _ := b.Range(store.ColDropPackets)
 	_, by, _ := b.Range(store.ColDropBytes)
 	return p|by == 0
-}
-
-// rows aggregates the selected rows of one block. Drop counters are
-// added when c has them (blocks with drops, live records).
-func (sc *scanner) rows(c *store.Columns, checkTime bool) {
-	n := c.N
-	sc.scanned += int64(n)
-	if cap(sc.sel) < n {
-		sc.sel = make([]bool, n)
-	}
-	sel := sc.sel[:n]
-	sc.ev.filter(sc.q.Cond, c, sel)
-	if checkTime {
-		for i, st := range c.Start[:n] {
-			sel[i] = sel[i] && st >= sc.from && st < sc.to
-		}
-	}
-	var k gkey
-	var base label // the labels of this block's rows, but drop reason and sampling
-	if sc.group[AttrIface] {
-		base.iface = c.Iface
-	}
-	if sc.group[AttrIface] || sc.labels {
-		k.rest = uint64(sc.g.label(base))
-	}
-	if sc.byDict(c, sel) {
-		return
-	}
-	sc.srcIDs.reset(len(c.SrcDict))
-	sc.dstIDs.reset(len(c.DstDict))
-	g := &sc.group
-	// First the keys and hashes of the rows this scanner keeps, then the
-	// table updates, each prefetching the slot of the row aheadRows later:
-	// a table of millions of groups misses the cache on nearly every row,
-	// and the prefetches let those misses overlap.
-	keys, hs, idx := sc.keys[:0], sc.hs[:0], sc.idx[:0]
-	for i := range n {
-		if !sel[i] {
-			continue
-		}
-		sc.matched++
-		var src, dst uint32
-		if g[AttrSrcIP] {
-			src = sc.srcIDs.id(sc.g, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, i)
-		}
-		if g[AttrDstIP] {
-			dst = sc.dstIDs.id(sc.g, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, i)
-		}
-		k.addrs = uint64(src)<<32 | uint64(dst)
-		k.rest &= 0xffffff
-		if sc.labels {
-			k.rest = uint64(sc.g.label(sc.rowLabel(base, c, i)))
-		}
-		if g[AttrSrcPort] {
-			k.rest |= uint64(c.SrcPort[i]) << 48
-		}
-		if g[AttrDstPort] {
-			k.rest |= uint64(c.DstPort[i]) << 32
-		}
-		if g[AttrProto] {
-			k.rest |= uint64(c.Proto[i]) << 24
-		}
-		if g[AttrTime] {
-			k.t = floorDiv(c.Start[i], sc.res) * sc.res
-		}
-		h := k.hash()
-		if sc.parts > 1 && (h>>32)*sc.parts>>32 != sc.part { // high bits: the table indexes by the low ones
-			continue
-		}
-		keys, hs, idx = append(keys, k), append(hs, h), append(idx, int32(i))
-	}
-	sc.keys, sc.hs, sc.idx = keys, hs, idx
-	t := &sc.g.groups
-	var one sums
-	one.Flows = 1
-	for j, i := range idx {
-		if j+aheadRows < len(hs) {
-			prefetch.Line(t.slotAddr(hs[j+aheadRows]))
-		}
-		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
-		t.findH(keys[j], hs[j]).add(&one)
-	}
-	if hasDrops(c) {
-		dp, db := c.DropPackets[:n], c.DropBytes[:n]
-		for j, i := range idx {
-			sc.g.addDrops(keys[j], dp[i], db[i])
-		}
-	}
 }
 
 // hasDrops reports whether c holds the drop columns (it does not when the

@@ -1,0 +1,143 @@
+package query
+
+import (
+	"slices"
+
+	"github.com/weir-dev/weir/internal/prefetch"
+	"github.com/weir-dev/weir/internal/store"
+)
+
+// prep is what aggregating a block's rows needs besides its columns: the
+// rows selected, and the interned ids of their addresses. Partitioned
+// workers share one prep per block (ring): the selection and the
+// interning are done once, not once per worker.
+type prep struct {
+	sel      []bool
+	src, dst []uint32 // per row, valid where sel (when grouped by the address)
+}
+
+// rows aggregates the selected rows of one block. Drop counters are
+// added when c has them (blocks with drops, live records).
+func (sc *scanner) rows(c *store.Columns, checkTime bool) {
+	p := &sc.prep
+	sc.prepare(c, checkTime, p)
+	if sc.byDict(c, p.sel) {
+		sc.scanned += int64(c.N)
+		return
+	}
+	sc.intern(c, p)
+	sc.aggregate(c, p)
+}
+
+// prepare selects the rows of c that the condition and time range keep.
+func (sc *scanner) prepare(c *store.Columns, checkTime bool, p *prep) {
+	n := c.N
+	p.sel = slices.Grow(p.sel[:0], n)[:n]
+	sel := p.sel
+	sc.ev.filter(sc.q.Cond, c, sel)
+	if checkTime {
+		for i, st := range c.Start[:n] {
+			sel[i] = sel[i] && st >= sc.from && st < sc.to
+		}
+	}
+}
+
+// intern fills p's address ids of the selected rows, through sc.in. Ids
+// follow the order rows are interned in, so workers that intern the same
+// rows in the same order (or share sc.in) agree on them.
+func (sc *scanner) intern(c *store.Columns, p *prep) {
+	n := c.N
+	sel := p.sel[:n]
+	if sc.group[AttrSrcIP] {
+		p.src = slices.Grow(p.src[:0], n)[:n]
+		sc.srcIDs.reset(len(c.SrcDict))
+		for i, ok := range sel {
+			if ok {
+				p.src[i] = sc.srcIDs.id(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, i)
+			}
+		}
+	}
+	if sc.group[AttrDstIP] {
+		p.dst = slices.Grow(p.dst[:0], n)[:n]
+		sc.dstIDs.reset(len(c.DstDict))
+		for i, ok := range sel {
+			if ok {
+				p.dst[i] = sc.dstIDs.id(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, i)
+			}
+		}
+	}
+}
+
+// aggregate adds the rows p selects to this scanner's groups (of its
+// hash partition, when partitioned).
+func (sc *scanner) aggregate(c *store.Columns, p *prep) {
+	n := c.N
+	sc.scanned += int64(n)
+	sel := p.sel[:n]
+	var k gkey
+	var base label // the labels of this block's rows, but drop reason and sampling
+	if sc.group[AttrIface] {
+		base.iface = c.Iface
+	}
+	if sc.group[AttrIface] || sc.labels {
+		k.rest = uint64(sc.g.label(base))
+	}
+	g := &sc.group
+	// First the keys and hashes of the rows this scanner keeps, then the
+	// table updates, each prefetching the slot of the row aheadRows later:
+	// a table of millions of groups misses the cache on nearly every row,
+	// and the prefetches let those misses overlap.
+	keys, hs, idx := sc.keys[:0], sc.hs[:0], sc.idx[:0]
+	for i := range n {
+		if !sel[i] {
+			continue
+		}
+		sc.matched++
+		var src, dst uint32
+		if g[AttrSrcIP] {
+			src = p.src[i]
+		}
+		if g[AttrDstIP] {
+			dst = p.dst[i]
+		}
+		k.addrs = uint64(src)<<32 | uint64(dst)
+		k.rest &= 0xffffff
+		if sc.labels {
+			k.rest = uint64(sc.g.label(sc.rowLabel(base, c, i)))
+		}
+		if g[AttrSrcPort] {
+			k.rest |= uint64(c.SrcPort[i]) << 48
+		}
+		if g[AttrDstPort] {
+			k.rest |= uint64(c.DstPort[i]) << 32
+		}
+		if g[AttrProto] {
+			k.rest |= uint64(c.Proto[i]) << 24
+		}
+		if g[AttrTime] {
+			k.t = floorDiv(c.Start[i], sc.res) * sc.res
+		}
+		h := k.hash()
+		if sc.parts > 1 && (h>>32)*sc.parts>>32 != sc.part { // high bits: the table indexes by the low ones
+			continue
+		}
+		keys, hs, idx = append(keys, k), append(hs, h), append(idx, int32(i))
+	}
+	sc.keys, sc.hs, sc.idx = keys, hs, idx
+	t := &sc.g.groups
+	var one sums
+	one.Flows = 1
+	for j, i := range idx {
+		if j+aheadRows < len(hs) {
+			prefetch.Line(t.slotAddr(hs[j+aheadRows]))
+		}
+		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
+		t.findH(keys[j], hs[j]).add(&one)
+	}
+	if hasDrops(c) {
+		dp, db := c.DropPackets[:n], c.DropBytes[:n]
+		for j, i := range idx {
+			sc.g.addDrops(keys[j], dp[i], db[i])
+		}
+	}
+}
