@@ -223,6 +223,7 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 		sc := newScanner(q, from, to)
 		if parted {
 			sc.part, sc.parts = uint64(w), uint64(workers)
+			sc.in = shared.in
 		}
 		scans[w] = sc
 		wg.Add(1)
@@ -247,7 +248,7 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 					var sl *ringSlot
 					var ok bool
 					if sl, ok, err = shared.next(w, i, sc, s, &blocks[i]); ok {
-						sc.use(sl.st, sl.whole, &sl.cols)
+						sc.use(sl.st, sl.whole, &sl.cols, &sl.p)
 						shared.done(i)
 					} else if err == nil {
 						return // another worker stopped
@@ -295,6 +296,7 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	if parted {
 		var all []Row
 		for _, sc := range scans {
+			sc.g.addrs = shared.in.addrs // the ids of every worker's keys
 			rows, tot := sc.g.rank(q)
 			all = append(all, rows...)
 			res.Totals.add(&tot)
@@ -428,7 +430,7 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 	if err != nil {
 		return err
 	}
-	sc.use(st, whole, &sc.cols)
+	sc.use(st, whole, &sc.cols, nil)
 	return nil
 }
 

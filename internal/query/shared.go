@@ -44,28 +44,38 @@ func (sc *scanner) read(s *store.Store, b *store.BlockInfo, cols *store.Columns)
 	return blockRows, whole, nil
 }
 
-// use aggregates a block read as st (counting it when not read).
-func (sc *scanner) use(st blockState, whole bool, cols *store.Columns) {
+// use aggregates a block read as st (counting it when not read); p, when
+// not nil, is its rows already selected and interned.
+func (sc *scanner) use(st blockState, whole bool, cols *store.Columns, p *prep) {
 	switch st {
 	case blockSkipped:
 		sc.skipped++
 	case blockCorrupt:
 		sc.corrupt++
 	case blockRows:
-		sc.rows(cols, !whole)
+		if p != nil {
+			sc.aggregate(cols, p)
+		} else {
+			sc.rows(cols, !whole)
+		}
 	}
 }
 
 // ring shares decoded blocks among partitioned workers: each worker reads
 // every block in order and keeps the groups of its hash partition, but
-// only one of them decodes a block (worker i%workers block i), into a
-// slot of the ring the others then read too. Decoding, half the CPU of a
-// two-address query, is then done once instead of once per worker.
+// only one of them decodes a block (worker i%workers block i), selects
+// its rows and interns their addresses, into a slot of the ring the
+// others then read too. Decoding and interning, more than half the CPU
+// of a two-address query, are then done once instead of once per worker.
+// Blocks are decoded in parallel but interned in order, one at a time,
+// into one table (in) that every worker's ids refer to.
 type ring struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	workers int
 	slots   []ringSlot
+	in      *agg // the shared address table (only its interning part is used)
+	turn    int  // the block to intern next
 	abort   bool // a worker failed or the query was cancelled: all stop
 }
 
@@ -77,10 +87,12 @@ type ringSlot struct {
 	st    blockState
 	whole bool
 	cols  store.Columns
+	p     prep
 }
 
 func newRing(workers int) *ring {
-	r := &ring{workers: workers, slots: make([]ringSlot, 2*workers)} // a block ahead per worker
+	r := &ring{workers: workers, slots: make([]ringSlot, 2*workers), // a block ahead per worker
+		in: &agg{addrID: map[addrKey]uint32{}, labelID: map[label]uint32{}}}
 	r.cond.L = &r.mu
 	return r
 }
@@ -114,7 +126,23 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, b *store.BlockInfo) (
 			r.stop()
 			return nil, false, err
 		}
+		if st == blockRows {
+			sc.prepare(&sl.cols, !whole, &sl.p)
+		}
 		r.mu.Lock()
+		for r.turn != i && !r.abort { // the blocks before are interned first
+			r.cond.Wait()
+		}
+		abort = r.abort
+		r.mu.Unlock()
+		if abort {
+			return nil, false, nil
+		}
+		if st == blockRows {
+			sc.intern(&sl.cols, &sl.p) // sc.in is r.in, this worker's alone until turn moves on
+		}
+		r.mu.Lock()
+		r.turn = i + 1
 		sl.block, sl.ready, sl.users, sl.st, sl.whole = i, true, r.workers, st, whole
 		r.cond.Broadcast()
 		r.mu.Unlock()
