@@ -1,7 +1,11 @@
 package query
 
 import (
+	"encoding/binary"
 	"slices"
+	"unsafe"
+
+	"github.com/weir-dev/weir/internal/prefetch"
 
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -132,4 +136,20 @@ func (d *dictIDs) id(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver
 	id := g.addr(&dict[x], ver[i]) // first use, or an address seen in both families (::ffff:a.b.c.d)
 	d.ids[x], d.ver[x] = id, ver[i]
 	return id
+}
+
+// prefetch fetches the IPv4 table's slot for row i's address into the
+// cache, unless its id is known already.
+func (d *dictIDs) prefetch(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) {
+	a := &rows
+	x := uint32(i)
+	if dict != nil {
+		a, x = &dict, idx[i]
+		if d.ids[x] != 0 {
+			return
+		}
+	}
+	if ver[i] == 4 && g.v4.e != nil && v4Mapped(&(*a)[x]) {
+		prefetch.Line(uintptr(unsafe.Pointer(&g.v4.e[g.v4.slot(binary.BigEndian.Uint32((*a)[x][12:]))])))
+	}
 }

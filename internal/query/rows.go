@@ -53,6 +53,9 @@ func (sc *scanner) intern(c *store.Columns, p *prep) {
 		sc.srcIDs.reset(len(c.SrcDict))
 		for i, ok := range sel {
 			if ok {
+				if j := i + aheadAddrs; j < n {
+					sc.srcIDs.prefetch(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, j)
+				}
 				p.src[i] = sc.srcIDs.id(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, i)
 			}
 		}
@@ -62,11 +65,18 @@ func (sc *scanner) intern(c *store.Columns, p *prep) {
 		sc.dstIDs.reset(len(c.DstDict))
 		for i, ok := range sel {
 			if ok {
+				if j := i + aheadAddrs; j < n {
+					sc.dstIDs.prefetch(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, j)
+				}
 				p.dst[i] = sc.dstIDs.id(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, i)
 			}
 		}
 	}
 }
+
+// aheadAddrs is how many rows ahead interning prefetches the address
+// table's slot: the table is small but the group table evicts it.
+const aheadAddrs = 8
 
 // aggregate adds the rows p selects to this scanner's groups (of its
 // hash partition, when partitioned).
