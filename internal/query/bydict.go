@@ -67,6 +67,9 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
 		}
 	}
 	for x := range acc {
+		if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
+			sc.g.prefetchAddr(&dict[y], vers[y])
+		}
 		if acc[x].Flows != 0 {
 			id := sc.g.addr(&dict[x], vers[x])
 			if int(id) >= len(sc.byID) {
@@ -138,18 +141,20 @@ func (d *dictIDs) id(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver
 	return id
 }
 
-// prefetch fetches the IPv4 table's slot for row i's address into the
-// cache, unless its id is known already.
+// prefetch fetches the address table's slot for row i's address into
+// the cache, unless its id is known already.
 func (d *dictIDs) prefetch(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) {
-	a := &rows
-	x := uint32(i)
-	if dict != nil {
-		a, x = &dict, idx[i]
-		if d.ids[x] != 0 {
-			return
-		}
+	if dict == nil {
+		g.prefetchAddr(&rows[i], ver[i])
+	} else if x := idx[i]; d.ids[x] == 0 {
+		g.prefetchAddr(&dict[x], ver[i])
 	}
-	if ver[i] == 4 && g.v4.e != nil && v4Mapped(&(*a)[x]) {
-		prefetch.Line(uintptr(unsafe.Pointer(&g.v4.e[g.v4.slot(binary.BigEndian.Uint32((*a)[x][12:]))])))
+}
+
+// prefetchAddr fetches the IPv4 table's slot for a into the cache (IPv6
+// addresses go to a map: nothing to fetch).
+func (g *agg) prefetchAddr(a *[16]byte, ver uint8) {
+	if ver == 4 && g.v4.e != nil && v4Mapped(a) {
+		prefetch.Line(uintptr(unsafe.Pointer(&g.v4.e[g.v4.slot(binary.BigEndian.Uint32(a[12:]))])))
 	}
 }
