@@ -211,7 +211,7 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	var read atomic.Int64 // blocks read, for q.Progress
 	reads := len(blocks)
 	if parted {
-		reads *= workers // each partitioned worker reads every block
+		reads *= workers // each partitioned worker aggregates every block (decoded once, shared)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, workers)
