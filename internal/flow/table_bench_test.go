@@ -62,15 +62,22 @@ func benchPackets(flows int, v6 bool) []Packet {
 	return pkts
 }
 
+// benchFlows are the benchmarks' flow counts; max, if set, is the table's
+// MaxFlows (else the flow count): "256-in-64k" is live capture's shape at
+// BenchmarkLiveCapture's 256 flows (--max-flows 65536).
 var benchFlows = []struct {
-	name string
-	n    int
-}{{"1", 1}, {"10k", 10_000}, {"1M", 1 << 20}}
+	name   string
+	n, max int
+}{{"1", 1, 0}, {"256-in-64k", 256, 1 << 16}, {"10k", 10_000, 0}, {"1M", 1 << 20, 0}}
 
-// prefilled returns a table holding every flow of pkts (one full cycle), so
-// the timed loop measures steady-state updates of existing flows.
-func prefilled(b *testing.B, flows int, pkts []Packet) *Table {
-	tb, err := NewTable(Config{MaxFlows: flows, HashSeed: 1}, func(*Record) {})
+// prefilled returns a table of MaxFlows maxFlows (flows if 0) holding every flow
+// of pkts (one full cycle), so the timed loop measures steady-state updates
+// of existing flows.
+func prefilled(b *testing.B, flows, maxFlows int, pkts []Packet) *Table {
+	if maxFlows == 0 {
+		maxFlows = flows
+	}
+	tb, err := NewTable(Config{MaxFlows: maxFlows, HashSeed: 1}, func(*Record) {})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +95,7 @@ func BenchmarkUpdate(b *testing.B) {
 		for _, fam := range []string{"ipv4", "ipv6"} {
 			b.Run(fmt.Sprintf("flows=%s/%s", fl.name, fam), func(b *testing.B) {
 				pkts := benchPackets(fl.n, fam == "ipv6")
-				tb := prefilled(b, fl.n, pkts)
+				tb := prefilled(b, fl.n, fl.max, pkts)
 				mask := len(pkts) - 1
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -99,7 +106,7 @@ func BenchmarkUpdate(b *testing.B) {
 				b.StopTimer()
 				reportCPU(b, cpu)
 				b.ReportMetric(float64(SlotSize()), "B/slot") // after the loop: ResetTimer clears metrics
-				b.ReportMetric(float64(tb.MemoryBytes())/float64(fl.n), "B/flow")
+				b.ReportMetric(float64(tb.MemoryBytes())/float64(tb.Cap()), "B/flow")
 				if tb.Stats().FlowsCreated != uint64(fl.n) {
 					b.Fatal("timed loop created flows")
 				}
@@ -113,7 +120,7 @@ func BenchmarkUpdateBatch(b *testing.B) {
 		for _, fam := range []string{"ipv4", "ipv6"} {
 			b.Run(fmt.Sprintf("flows=%s/%s", fl.name, fam), func(b *testing.B) {
 				pkts := benchPackets(fl.n, fam == "ipv6")
-				tb := prefilled(b, fl.n, pkts)
+				tb := prefilled(b, fl.n, fl.max, pkts)
 				const batch = 256
 				nb := len(pkts) / batch
 				b.ReportAllocs()
@@ -161,7 +168,7 @@ func BenchmarkExpire(b *testing.B) {
 	b.Run("flows=1M", func(b *testing.B) {
 		flows := 1 << 20
 		pkts := benchPackets(flows, false)
-		tb := prefilled(b, flows, pkts)
+		tb := prefilled(b, flows, 0, pkts)
 		now := pkts[len(pkts)-1].Time + int64(time.Second) // nothing is due: pure scan
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -180,7 +187,7 @@ func BenchmarkExpire(b *testing.B) {
 	b.Run("flows=1M/nothing-due", func(b *testing.B) {
 		flows := 1 << 20
 		pkts := benchPackets(flows, false)
-		tb := prefilled(b, flows, pkts)
+		tb := prefilled(b, flows, 0, pkts)
 		tb.Expire(pkts[len(pkts)-1].Time) // one scan sets the exact bound
 		now := pkts[len(pkts)-1].Time + int64(time.Second)
 		if now >= tb.due {

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -299,9 +300,19 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 // TestUpdateBatchSameAsUpdate: the same random packets through Update and
-// through UpdateBatch (random chunk sizes, Expire between chunks) give the
-// same records in the same order and the same stats.
+// through each of UpdateBatch's paths (random chunk sizes, Expire between
+// chunks) give the same records in the same order and the same stats.
 func TestUpdateBatchSameAsUpdate(t *testing.T) {
+	for _, path := range []struct {
+		name  string
+		batch func(*Table, []Packet)
+	}{{"UpdateBatch", (*Table).UpdateBatch}, {"tiny", (*Table).updateBatchTiny},
+		{"small", (*Table).updateBatchSmall}, {"big", (*Table).updateBatchBig}} {
+		t.Run(path.name, func(t *testing.T) { updateBatchSameAsUpdate(t, path.batch) })
+	}
+}
+
+func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet)) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var a, b []Record
 	cfg := Config{MaxFlows: 24, IdleTimeout: 2 * time.Second, ActiveTimeout: 50 * time.Millisecond, HashSeed: 5}
@@ -320,7 +331,7 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 		for i := off; i < off+n; i++ {
 			ta.Update(&pkts[i])
 		}
-		tb.UpdateBatch(pkts[off : off+n])
+		batch(tb, pkts[off:off+n])
 		off += n
 		now := int64(off) * int64(time.Millisecond)
 		ta.Expire(now)
@@ -339,8 +350,8 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 	if st := ta.Stats(); st.Evicted[ReasonFull] == 0 || st.Records[ReasonActive] == 0 || st.PortReuses == 0 {
 		t.Errorf("sequence did not exercise evictions: %+v", st)
 	}
-	if a := testing.AllocsPerRun(100, func() { tb.UpdateBatch(pkts[:200]) }); a != 0 {
-		t.Errorf("UpdateBatch: %v allocs/op", a)
+	if a := testing.AllocsPerRun(100, func() { batch(tb, pkts[:200]) }); a != 0 {
+		t.Errorf("%v allocs/op", a)
 	}
 }
 
@@ -349,8 +360,9 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 // evictions, against a map of each conversation's packet and byte totals.
 // After every step each live flow is found and the tag index matches the
 // slots; at the end the records emitted sum to the model's totals. The big
-// table (over hugeMin) lives in its own mapping on Linux; the two small
-// tables take UpdateBatch's two-stage path, the big one the three-stage.
+// table (over hugeMin) lives in its own mapping on Linux. Every table
+// starts on UpdateBatch's tiny path; the middle one grows onto the
+// two-stage path, the big one through it onto the three-stage.
 func TestTagIndexBatchChurn(t *testing.T) {
 	for _, c := range []struct {
 		seed             uint64
@@ -389,9 +401,10 @@ func TestTagIndexBatchChurn(t *testing.T) {
 		if c.maxFlows == 40_000 && tb.MemoryBytes() < hugeMin {
 			t.Fatalf("table of %d B: not past hugeMin", tb.MemoryBytes())
 		}
-		if big := tb.n > smallTable; big != (c.maxFlows == 40_000) { // both UpdateBatch paths are run
+		if big := tb.n > smallTable; big != (c.maxFlows == 40_000) {
 			t.Fatalf("%d slots: past smallTable %v, want %v", tb.n, big, !big)
 		}
+		paths := map[int]bool{}
 		now := int64(0)
 		pkts := make([]Packet, 300)
 		for step := 0; step < c.steps; step++ {
@@ -417,6 +430,7 @@ func TestTagIndexBatchChurn(t *testing.T) {
 			for i := range pkts[:n] {
 				live[canon(pkts[i].Key)] = true
 			}
+			paths[tb.batchPath()] = true
 			tb.UpdateBatch(pkts[:n])
 			for k := range evicted {
 				if tb.lookup(&k) != nil {
@@ -448,6 +462,16 @@ func TestTagIndexBatchChurn(t *testing.T) {
 		}
 		if st := tb.Stats(); st.Evicted[ReasonFull] == 0 {
 			t.Errorf("seed %d: no full evictions: %+v", c.seed, st)
+		}
+		want := map[int]bool{pathTiny: true} // the paths each table's occupancy takes it through
+		if c.maxFlows > tinyLive {
+			want[pathSmall] = true
+		}
+		if c.maxFlows == 40_000 {
+			want[pathBig] = true
+		}
+		if !maps.Equal(paths, want) {
+			t.Errorf("seed %d: UpdateBatch paths taken %v, want %v", c.seed, paths, want)
 		}
 		t.Logf("seed %d: %d flows: %v", c.seed, c.maxFlows, time.Since(start))
 	}
