@@ -112,6 +112,9 @@ func peers(b *testing.B, h *testhost.Host, dir string, maxFlows string) map[stri
 		// comparison on the same packets at the same time.
 		cmds["base"] = exec.Command("ip", "netns", "exec", h.Name, base, "capture", "-i", h.Iface,
 			"-o", "none", "--metrics-addr", "off", "--filter", "udp", "--max-flows", maxFlows, "--data-dir", "off")
+		if dir := os.Getenv("WEIR_BENCH_PROFILE"); dir != "" { // its profile beside weir's, for pprof -diff_base
+			cmds["base"].Args = append(cmds["base"].Args, "--cpuprofile", filepath.Join(dir, fmt.Sprintf("base-%s-%d.pprof", maxFlows, time.Now().UnixNano())))
+		}
 	}
 	if os.Getenv("CI") != "" && len(cmds) < 2 {
 		b.Fatal("softflowd or nfpcapd not installed (scripts/deps.sh bench installs them)")
