@@ -26,25 +26,20 @@ type pending struct {
 
 // UpdateBatch is Update for each packet of ps, in order, with the same
 // result. How it probes depends on what the table touches: its live flows'
-// tag lines and slots. A few hundred live flows stay in cache whatever the
-// table's size, and are applied one by one (updateBatchTiny); tens of
-// thousands, or a table of up to 32k slots, mostly sit in L2/L3 and get
-// their home line and slot prefetched (updateBatchSmall). Beyond, it is
-// software-pipelined in three stages: packet i+2D's key is
-// made canonical and hashed and its home tags prefetched; packet i+D's tags
-// (now cached) are scanned for the slot it will probe to, which is
-// prefetched; packet i is applied. So the misses of a big table (one tag
+// tag lines and slots. Up to tens of thousands of live flows (or a table of
+// up to 32k slots) mostly sit in L2/L3 and get their home tag line and slot
+// prefetched (updateBatchSmall). Beyond, it is software-pipelined in three
+// stages: packet i+2D's key is made canonical and hashed and its home tags
+// prefetched; packet i+D's tags (now cached) are scanned for the slot it
+// will probe to, which is prefetched; packet i is applied. So the misses of a big table (one tag
 // line and one slot per packet, whatever the probe length) overlap with
 // useful work instead of stalling it one by one. The scan is only a hint:
 // apply probes again, so flows created or moved in between cost at most a
 // miss. It does not allocate.
 func (t *Table) UpdateBatch(ps []Packet) {
-	switch t.batchPath() {
-	case pathTiny:
-		t.updateBatchTiny(ps)
-	case pathSmall:
+	if t.batchPath() == pathSmall {
 		t.updateBatchSmall(ps)
-	default:
+	} else {
 		t.updateBatchBig(ps)
 	}
 }
@@ -101,38 +96,18 @@ func (t *Table) slotAhead(r *pending) {
 // scan costs more than the miss it hides (10k flows: 56-65 vs 51 ns).
 const smallTable = 1 << 15
 
-// tinyLive is the live flow count up to which UpdateBatch prefetches
-// nothing: their lines stay cached, and the prefetch stage cost more than
-// it hid (256 flows in a 64k table: 28 vs 36 ns; 1,024: even; 2,048: 46
-// vs 35).
-const tinyLive = 512
-
 // UpdateBatch's ways of probing, by what the table touches.
 const (
-	pathTiny  = iota // few live flows: no prefetch
-	pathSmall        // two stages: home tag line and slot prefetched
+	pathSmall = iota // two stages: home tag line and slot prefetched
 	pathBig          // three stages: tags scanned ahead for the slot to prefetch
 )
 
 // batchPath returns how UpdateBatch probes the table as it is now.
 func (t *Table) batchPath() int {
-	switch {
-	case t.live <= tinyLive:
-		return pathTiny
-	case t.n <= smallTable || t.live <= smallLive:
+	if t.n <= smallTable || t.live <= smallLive {
 		return pathSmall
 	}
 	return pathBig
-}
-
-// updateBatchTiny is UpdateBatch for a table whose live flows stay in
-// cache: each packet hashed and applied, nothing prefetched.
-func (t *Table) updateBatchTiny(ps []Packet) {
-	for i := range ps {
-		var w keyWords
-		dir := canonical(&ps[i].Key, &w)
-		t.apply(&ps[i], &w, dir, t.hash(&w))
-	}
 }
 
 // smallLive is the live flow count up to which a big table is probed like a

@@ -306,8 +306,7 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 	for _, path := range []struct {
 		name  string
 		batch func(*Table, []Packet)
-	}{{"UpdateBatch", (*Table).UpdateBatch}, {"tiny", (*Table).updateBatchTiny},
-		{"small", (*Table).updateBatchSmall}, {"big", (*Table).updateBatchBig}} {
+	}{{"UpdateBatch", (*Table).UpdateBatch}, {"small", (*Table).updateBatchSmall}, {"big", (*Table).updateBatchBig}} {
 		t.Run(path.name, func(t *testing.T) { updateBatchSameAsUpdate(t, path.batch) })
 	}
 }
@@ -361,8 +360,8 @@ func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet)) {
 // After every step each live flow is found and the tag index matches the
 // slots; at the end the records emitted sum to the model's totals. The big
 // table (over hugeMin) lives in its own mapping on Linux. Every table
-// starts on UpdateBatch's tiny path; the middle one grows onto the
-// two-stage path, the big one through it onto the three-stage.
+// starts on UpdateBatch's two-stage path; the big one grows onto the
+// three-stage one.
 func TestTagIndexBatchChurn(t *testing.T) {
 	for _, c := range []struct {
 		seed             uint64
@@ -463,10 +462,7 @@ func TestTagIndexBatchChurn(t *testing.T) {
 		if st := tb.Stats(); st.Evicted[ReasonFull] == 0 {
 			t.Errorf("seed %d: no full evictions: %+v", c.seed, st)
 		}
-		want := map[int]bool{pathTiny: true} // the paths each table's occupancy takes it through
-		if c.maxFlows > tinyLive {
-			want[pathSmall] = true
-		}
+		want := map[int]bool{pathSmall: true} // the paths each table's occupancy takes it through
 		if c.maxFlows == 40_000 {
 			want[pathBig] = true
 		}
