@@ -73,10 +73,7 @@ func (s *Source) drain(m *ebpf.Map) (int, error) {
 	go func() {
 		defer close(done)
 		for i := range full {
-			n := len(s.keys[i])
-			for j := range n {
-				s.add(&s.keys[i][j], &s.vals[i][j])
-			}
+			s.addBatch(s.keys[i], s.vals[i])
 			free <- struct{}{}
 		}
 	}()
@@ -131,13 +128,41 @@ func (s *Source) drainPerKey(m *ebpf.Map) (int, error) {
 	return total, errors.Join(it.Err(), derr)
 }
 
-// add hands one entry to the table: its counts at the interface that
-// counted it, then what each other interface saw. The table (DedupIfaces)
-// keeps counting a flow at the interface it first counted it at, so only
-// one of these adds; the rest are duplicates.
+// aggsPerEntry is the most aggregates one entry makes: its own and
+// len(flowFlowVal.Other).
+const aggsPerEntry = 1 + len(flowFlowVal{}.Other)
+
+// addBatch hands the entries of one drained batch to the table, in
+// order, in one pipelined call (its misses overlap).
+func (s *Source) addBatch(ks []flowFlowKey, vs []flowFlowVal) {
+	as := s.aggs[:0]
+	var c ifCache
+	for j := range ks {
+		if len(as)+aggsPerEntry > cap(as) {
+			s.table.UpdateAggregates(as)
+			as = as[:0]
+		}
+		as = s.appendAggs(as, &ks[j], &vs[j], &c)
+	}
+	s.table.UpdateAggregates(as)
+	s.aggs = as[:0]
+}
+
+// add hands one entry to the table (the per-key drain and the ring's
+// aggregate).
 func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
-	a := &s.agg
-	*a = flow.Aggregate{}
+	var c ifCache
+	s.aggs = s.appendAggs(s.aggs[:0], k, v, &c)
+	s.table.UpdateAggregates(s.aggs)
+	s.aggs = s.aggs[:0]
+}
+
+// appendAggs appends what one entry adds to the table: its counts at the
+// interface that counted it, then what each other interface saw. The
+// table (DedupIfaces) keeps counting a flow at the interface it first
+// counted it at, so only one of these adds; the rest are duplicates.
+func (s *Source) appendAggs(as []flow.Aggregate, k *flowFlowKey, v *flowFlowVal, c *ifCache) []flow.Aggregate {
+	var a flow.Aggregate
 	setKey(&a.Key, k)
 	a.First = int64(v.FirstNs) + s.monoOff
 	a.Time = max(s.clock.mono(v.LastJ), int64(v.FirstNs)) + s.monoOff // last is a tick count: it may lag
@@ -149,13 +174,13 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 		a.Role = flow.RoleResponder
 	}
 	if v.DropPackets > 0 {
-		s.noteDrops(a, v)
+		s.noteDrops(&a, v)
 	}
 	packets, bytes := s.cfg.carry.counts(v)
 	a.Packets, a.Bytes = uint32(min(packets, 1<<32-1)), bytes
 	if a.Packets > 0 { // an entry the drop program made may have none
-		a.Iface = s.iface(v.Netns, v.Ifindex)
-		s.table.UpdateAggregate(a)
+		a.Iface = s.ifaceCached(c, v.Netns, v.Ifindex)
+		as = append(as, a)
 	}
 	for i := range v.Other {
 		o := &v.Other[i]
@@ -163,9 +188,28 @@ func (s *Source) add(k *flowFlowKey, v *flowFlowVal) {
 			continue
 		}
 		a.Packets, a.Bytes = uint32(min(o.Packets, 1<<32-1)), o.Bytes
-		a.Iface = s.iface(o.Netns, o.Ifindex)
-		s.table.UpdateAggregate(a)
+		a.Iface = s.ifaceCached(c, o.Netns, o.Ifindex)
+		as = append(as, a)
 	}
+	return as
+}
+
+// ifCache remembers the last interface iface looked up: a drain's entries
+// mostly come from one or a few interfaces, and the map lookup is not free.
+// It lives for one batch (attaching, which changes s.ifaces, does not run
+// during one).
+type ifCache struct {
+	k  ifKey
+	i  uint16
+	ok bool
+}
+
+// ifaceCached is iface through c.
+func (s *Source) ifaceCached(c *ifCache, netns uint64, ifindex uint32) uint16 {
+	if k := (ifKey{netns, ifindex}); !c.ok || c.k != k {
+		c.k, c.i, c.ok = k, s.iface(netns, ifindex), true
+	}
+	return c.i
 }
 
 // iface is the flow.Ifaces index of an interface the programs saw.

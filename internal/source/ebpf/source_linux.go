@@ -74,7 +74,7 @@ type Source struct {
 	batch    []flow.Record
 	keys     [2][]flowFlowKey // drain buffers, reused: the kernel fills one while the table takes the other
 	vals     [2][]flowFlowVal
-	agg      flow.Aggregate // reused by add: the table keeps a pointer to it during the call, so a local would escape
+	aggs     []flow.Aggregate // reused by addBatch and add: entries as the table takes them, a batch or less at a time
 	batchOK  bool
 	monoOff  int64          // wall clock − CLOCK_MONOTONIC, ns
 	clock    jiffyClock     // maps the programs' jiffies to CLOCK_MONOTONIC
@@ -182,6 +182,7 @@ func load(cfg Config) (*Source, error) {
 		s.Close()
 		return nil, err
 	}
+	s.aggs = make([]flow.Aggregate, 0, drainBatch)
 	for i := range s.keys {
 		s.keys[i], s.vals[i] = make([]flowFlowKey, drainBatch), make([]flowFlowVal, drainBatch)
 	}
