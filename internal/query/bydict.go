@@ -11,23 +11,31 @@ import (
 )
 
 // byDict is the fast path of the commonest question, top sources or top
-// destinations (talk_src, talk_dst): rows are summed per entry of the
-// block's address dictionary in a small array, and only the distinct
-// addresses reach the group table. It reports whether it applied.
-func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
-	var dict [][16]byte
-	var idx []uint32
-	switch {
-	case len(sc.q.Group) != 1 || sc.parts > 1:
-		return false
-	case sc.q.Group[0] == AttrSrcIP:
-		dict, idx = c.SrcDict, c.SrcIdx
-	case sc.q.Group[0] == AttrDstIP:
-		dict, idx = c.DstDict, c.DstIdx
-	default:
+// destinations (talk_src, talk_dst), and of their series when the block
+// starts in one time bin (the console's chart): rows are summed per entry
+// of the block's address dictionary in a small array, and only the
+// distinct addresses reach the group table. k holds the block's other
+// key parts (its interface, its time bin). It reports whether it applied.
+func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
+	if sc.parts > 1 {
 		return false
 	}
-	if dict == nil || len(dict) >= c.N { // live records, or no fewer entries than rows
+	var dict [][16]byte
+	var idx []uint32
+	binned := false // grouped by time (and the interface) too: the sums go to the table per block
+	for _, a := range sc.q.Group {
+		switch {
+		case a == AttrSrcIP && dict == nil:
+			dict, idx = c.SrcDict, c.SrcIdx
+		case a == AttrDstIP && dict == nil:
+			dict, idx = c.DstDict, c.DstIdx
+		case a == AttrTime && sc.oneBin, a == AttrIface:
+			binned = true
+		default:
+			return false
+		}
+	}
+	if dict == nil || len(dict) >= c.N { // no address, live records, or no fewer entries than rows
 		return false
 	}
 	acc := slices.Grow(sc.acc[:0], len(dict))[:len(dict)]
@@ -52,7 +60,8 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
 			if drops {
 				one.DropPackets, one.DropBytes = c.DropPackets[i], c.DropBytes[i]
 			}
-			sc.g.add(gkey{addrs: sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))}, &one)
+			k.addrs = sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))
+			sc.g.add(k, &one)
 			continue
 		}
 		vers[x] = c.IPVersion[i]
@@ -70,7 +79,13 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool) bool {
 		if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
 			sc.g.prefetchAddr(&dict[y], vers[y])
 		}
-		if acc[x].Flows != 0 {
+		if acc[x].Flows != 0 && binned {
+			k.addrs = sc.pack(sc.g.addr(&dict[x], vers[x]))
+			sc.g.groups.find(k).add(&acc[x])
+			if drops {
+				sc.g.addDrops(k, accDrops[x][0], accDrops[x][1])
+			}
+		} else if acc[x].Flows != 0 {
 			id := sc.g.addr(&dict[x], vers[x])
 			if int(id) >= len(sc.byID) {
 				sc.byID = slices.Grow(sc.byID, int(id)+1-len(sc.byID))[:id+1]
@@ -105,10 +120,59 @@ func (sc *scanner) flushByID() {
 // pack places an interned address id in a key's address word, as the
 // source or the destination of a single-address group-by.
 func (sc *scanner) pack(id uint32) uint64 {
-	if sc.q.Group[0] == AttrSrcIP {
+	if sc.group[AttrSrcIP] {
 		return uint64(id) << 32
 	}
 	return uint64(id)
+}
+
+// oneKey sums the selected rows of a block whose rows all fall in group k
+// (grouping by nothing, the interface, or a time bin all its rows start
+// in) and adds the sum once. It reports whether it applied.
+func (sc *scanner) oneKey(c *store.Columns, sel []bool, k gkey) bool {
+	for _, a := range sc.q.Group {
+		if a != AttrIface && (a != AttrTime || !sc.oneBin) {
+			return false
+		}
+	}
+	var s sums
+	var dp, db uint64
+	drops := hasDrops(c)
+	for i, ok := range sel {
+		if !ok {
+			continue
+		}
+		s.Packets += c.Packets[i]
+		s.Bytes += c.Bytes[i]
+		s.RevPackets += c.RevPackets[i]
+		s.RevBytes += c.RevBytes[i]
+		s.Flows++
+		if drops {
+			dp += c.DropPackets[i]
+			db += c.DropBytes[i]
+		}
+	}
+	sc.matched += int64(s.Flows)
+	if s.Flows != 0 {
+		sc.g.groups.find(k).add(&s)
+		sc.g.addDrops(k, dp, db)
+	}
+	return true
+}
+
+// blockBin reports whether every row of block b (whole: all in the
+// query's range) starts in one time bin of a query grouped by time, and
+// that bin's start: a block of one writeout starts within one bin of any
+// coarser resolution, and its summary says which, so the Start column,
+// the costliest to decode, is not read. Partitioned workers (which share
+// decoded blocks) always read it.
+func (sc *scanner) blockBin(b *store.BlockInfo, whole bool) (int64, bool) {
+	if !sc.group[AttrTime] || !whole || sc.parts > 1 || sc.q.Cond.columns()&store.ColStart != 0 {
+		return 0, false
+	}
+	lo, hi, ok := b.Range(store.ColStart)
+	t := floorDiv(int64(lo), sc.res)
+	return t * sc.res, ok && int64(lo) == b.MinStart && t == floorDiv(int64(hi), sc.res)
 }
 
 // dictIDs memoises, for one block, the interned id of each entry of an

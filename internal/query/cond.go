@@ -207,12 +207,12 @@ func (n *notNode) needs() store.Column { return n.x.needs() }
 
 func (l *leaf) needs() store.Column {
 	switch l.attr {
-	case aSrcAddr:
-		return store.ColSrcAddr
+	case aSrcAddr: // the dictionary form: evalAddr tests each distinct address once
+		return store.ColSrcAddrIdx
 	case aDstAddr:
-		return store.ColDstAddr
+		return store.ColDstAddrIdx
 	case aAddr:
-		return store.ColSrcAddr | store.ColDstAddr
+		return store.ColSrcAddrIdx | store.ColDstAddrIdx
 	case aSrcPort:
 		return store.ColSrcPort
 	case aDstPort:
@@ -390,9 +390,12 @@ func (c *Condition) columns() store.Column {
 
 // addrMatch tests a 16-byte address against the leaf's prefix.
 func (l *leaf) addrMatch(a *[16]byte, ver uint8) bool {
-	if (ver == 4) != l.v4 {
-		return false
-	}
+	return (ver == 4) == l.v4 && l.prefixMatch(a)
+}
+
+// prefixMatch tests a 16-byte address against the leaf's prefix, whatever
+// its family.
+func (l *leaf) prefixMatch(a *[16]byte) bool {
 	hi, lo := binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:])
 	wh, wl := binary.BigEndian.Uint64(l.addr[:8]), binary.BigEndian.Uint64(l.addr[8:])
 	mh, ml := prefixMask(l.bits)

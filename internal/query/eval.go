@@ -67,13 +67,13 @@ func (l *leaf) eval(c *store.Columns, sel []bool, e *evaluator) {
 			sel[i] = m
 		}
 	case aSrcAddr:
-		l.evalAddr(c.SrcAddr, c.IPVersion, sel)
+		l.evalAddr(c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, sel, e)
 	case aDstAddr:
-		l.evalAddr(c.DstAddr, c.IPVersion, sel)
+		l.evalAddr(c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, sel, e)
 	case aAddr:
-		l.evalAddr(c.SrcAddr, c.IPVersion, sel)
+		l.evalAddr(c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, sel, e)
 		tmp := e.get(len(sel))
-		l.evalAddr(c.DstAddr, c.IPVersion, tmp)
+		l.evalAddr(c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, tmp, e)
 		l.join(sel, tmp)
 		e.put(tmp)
 	case aSrcPort:
@@ -151,11 +151,26 @@ func (l *leaf) join(sel, other []bool) {
 	}
 }
 
-func (l *leaf) evalAddr(a [][16]byte, ver []uint8, sel []bool) {
+// evalAddr tests an address column: a block's dictionary (dict[idx[i]] is
+// row i's address) one entry at a time, then each row by its entry and
+// family; live records (no dictionary) row by row.
+func (l *leaf) evalAddr(dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, sel []bool, e *evaluator) {
 	want := l.op == opEq
-	for i := range sel {
-		sel[i] = l.addrMatch(&a[i], ver[i]) == want
+	if dict == nil {
+		for i := range sel {
+			sel[i] = l.addrMatch(&rows[i], ver[i]) == want
+		}
+		return
 	}
+	m := e.get(len(dict))
+	for j := range dict {
+		m[j] = l.prefixMatch(&dict[j])
+	}
+	idx, ver = idx[:len(sel)], ver[:len(sel)]
+	for i, x := range idx {
+		sel[i] = (m[x] && (ver[i] == 4) == l.v4) == want
+	}
+	e.put(m)
 }
 
 // evalNum compares a numeric column; one loop per operator keeps the

@@ -21,7 +21,14 @@ type prep struct {
 func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 	p := &sc.prep
 	sc.prepare(c, checkTime, p)
-	if sc.byDict(c, p.sel) {
+	var k gkey // the key parts every row of the block shares: its interface, its time bin (oneBin)
+	if sc.group[AttrIface] {
+		k.rest = uint64(sc.g.label(label{iface: c.Iface}))
+	}
+	if sc.oneBin {
+		k.t = sc.binT
+	}
+	if sc.oneKey(c, p.sel, k) || sc.byDict(c, p.sel, k) {
 		sc.scanned += int64(c.N)
 		return
 	}
@@ -124,7 +131,9 @@ func (sc *scanner) aggregate(c *store.Columns, p *prep) {
 		if g[AttrProto] {
 			k.rest |= uint64(c.Proto[i]) << 24
 		}
-		if g[AttrTime] {
+		if g[AttrTime] && sc.oneBin {
+			k.t = sc.binT
+		} else if g[AttrTime] {
 			k.t = floorDiv(c.Start[i], sc.res) * sc.res
 		}
 		h := k.hash()

@@ -345,6 +345,8 @@ type scanner struct {
 	sel               []bool
 	ev                evaluator
 	g                 *agg
+	oneBin            bool  // the block's rows all start in one time bin (binT): its Start column was not read
+	binT              int64 // that bin's start, Unix ns
 	skipped, corrupt  int
 	scanned, matched  int64
 	need, needPartial store.Column
@@ -377,10 +379,10 @@ func newScanner(q *Query, from, to int64) *scanner {
 			need |= store.ColStart
 		case AttrNode:
 			need |= store.ColNode
-		case AttrSrcIP:
-			need |= store.ColSrcAddr
+		case AttrSrcIP: // the dictionary form: rows and byDict intern each distinct address once
+			need |= store.ColSrcAddrIdx
 		case AttrDstIP:
-			need |= store.ColDstAddr
+			need |= store.ColDstAddrIdx
 		case AttrSrcPort:
 			need |= store.ColSrcPort
 		case AttrDstPort:
@@ -430,7 +432,9 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 	if err != nil {
 		return err
 	}
+	sc.binT, sc.oneBin = sc.blockBin(b, whole) // read left its Start column out then
 	sc.use(st, whole, &sc.cols, nil)
+	sc.oneBin = false
 	return nil
 }
 

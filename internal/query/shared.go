@@ -32,6 +32,9 @@ func (sc *scanner) read(s *store.Store, b *store.BlockInfo, cols *store.Columns)
 	if noDrops(b) { // nearly every block: the drop columns are all 0
 		need &^= store.ColDropPackets | store.ColDropBytes
 	}
+	if _, ok := sc.blockBin(b, whole); ok {
+		need &^= store.ColStart
+	}
 	if err := s.ReadBlock(b, need, cols); err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			return blockCorrupt, whole, nil

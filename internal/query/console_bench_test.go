@@ -1,0 +1,62 @@
+package query
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkConsoleQueries times, one at a time, the queries the web
+// console's first paint waits for on one day of gendb data (web/src/main.ts:
+// the day in 10-minute bins): the totals per bin, the top 10 sources, the
+// top 10's series (their sources as a condition) and the Sankey's top 20
+// pairs of the top 10. cpu-ns/row is the process's CPU time per stored row.
+func BenchmarkConsoleQueries(b *testing.B) {
+	s, rows := genStore(b)
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	to := from.Add(24 * time.Hour)
+	top, err := Run(context.Background(), s, &Query{Group: []Attr{AttrSrcIP}, From: from, To: to, Limit: 10}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ors []string
+	for _, r := range top.Rows {
+		ors = append(ors, "(sip = "+r.SrcIP.String()+")")
+	}
+	topCond := strings.Join(ors, " or ")
+	for _, c := range []struct {
+		name, group, cond string
+		res               time.Duration
+		limit             int
+	}{
+		{"totals", "time", "", 10 * time.Minute, 0},
+		{"top", "sip", "", 0, 10},
+		{"series", "sip,time", topCond, 10 * time.Minute, 0},
+		{"sankey", "sip,dip", topCond, 0, 20},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g, err := ParseGroupBy(c.group)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cond, err := ParseCondition(c.cond)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := &Query{Group: g, Cond: cond, From: from, To: to, Resolution: c.res, Limit: c.limit}
+			var res *Result
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cpuTime()
+			for b.Loop() {
+				if res, err = Run(context.Background(), s, q, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*rows), "ns/row")
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(int64(b.N)*rows), "cpu-ns/row")
+			b.ReportMetric(float64(res.Stats.Groups), "groups")
+		})
+	}
+}
