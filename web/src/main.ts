@@ -200,15 +200,14 @@ async function load(): Promise<void> {
       chartsP,
     ]);
     if (seq !== loadSeq) return;
-    // The Sankey of the top groups when its left side is the grouping (fewer rows to aggregate), else of everything.
-    // Asked now, after the chart's queries (it would slow them) and before drawing the chart (the server works meanwhile).
-    const ofTop = view.group.length === 1 && view.group[0] === view.sankey[0] && top.rows.length > 0;
-    const sankeyCond = ofTop ? (cond ? `(${cond}) and (${groupCond})` : groupCond) : cond;
-    const pairsP = handled(getJSON<QueryResult>("/api/v1/query",
-      params({ group: view.sankey.join(","), limit: String(view.limit * 2), sort }, from, to, sankeyCond), ctl.signal));
     drawSeries(top, series, totals, colors, step, from, to, fmt);
     if (performance.getEntriesByName("weir-chart").length === 0) performance.mark("weir-chart"); // with the table: first useful paint
-    const pairs = await pairsP;
+    // The Sankey of the top groups when its left side is the grouping (fewer rows to aggregate), else of everything.
+    // Asked once the chart is drawn: on a small machine its query (on every core) would slow the chart's drawing.
+    const ofTop = view.group.length === 1 && view.group[0] === view.sankey[0] && top.rows.length > 0;
+    const sankeyCond = ofTop ? (cond ? `(${cond}) and (${groupCond})` : groupCond) : cond;
+    const pairs = await getJSON<QueryResult>("/api/v1/query",
+      params({ group: view.sankey.join(","), limit: String(view.limit * 2), sort }, from, to, sankeyCond), ctl.signal);
     if (seq !== loadSeq) return;
     sankey.render(pairs.rows.map((r): Link => ({
       source: cell(view.sankey[0], r[view.sankey[0]]), target: cell(view.sankey[1], r[view.sankey[1]]),
