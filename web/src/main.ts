@@ -92,8 +92,8 @@ function setView(change: Partial<View>, push = false, keepHint = false): void {
   const url = toURL(view);
   if (push) history.pushState(null, "", url);
   else history.replaceState(null, "", url);
+  void load(); // its queries go out first, the controls follow while the server works
   syncControls();
-  void load();
 }
 
 /** condition is the filter and the node selector together. */
@@ -392,14 +392,15 @@ async function main(): Promise<void> {
   view = fromURL(location.search, meta.attributes.group);
   const explicit = /[?&](range|from|to)=/.test(location.search);
   bind();
-  syncControls();
   scheduleRefresh();
   if (!explicit && meta.last && Date.parse(meta.last) < span(view, Date.now())[0]) {
     hint = `Nothing stored in the last ${view.range}: the store's latest flow is at ${when(meta.last)}, showing the last stored day.`;
-    showStoredDay(); // open on the data there is
+    showStoredDay(); // open on the data there is (setView fills the controls)
     return;
   }
-  await load();
+  const loaded = load(); // the queries go out before the controls are filled
+  syncControls();
+  await loaded;
 }
 
 void main();
