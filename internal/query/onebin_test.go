@@ -25,7 +25,7 @@ import (
 // addresses equal, as 16 bytes, to IPv4 ones in the same blocks.
 func TestOneBinBlocksAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
-	recs := randRecords(r, 6000)
+	recs := randRecords(r, 3000)
 	mapped := netip.MustParseAddr("::ffff:10.0.0.1").As16()
 	for i := range recs {
 		if i%7 == 0 {
@@ -33,7 +33,7 @@ func TestOneBinBlocksAgainstReference(t *testing.T) {
 		}
 	}
 	slices.SortFunc(recs, func(a, b flow.Record) int { return cmp.Compare(a.Start, b.Start) })
-	s := writeStore(t, recs, 100)
+	s := writeStore(t, recs, 50)
 	// The data must hold blocks within one bin of some resolution used below, and blocks across bins.
 	blocks, err := s.Blocks(0, 0, nil)
 	if err != nil {
@@ -54,7 +54,7 @@ func TestOneBinBlocksAgainstReference(t *testing.T) {
 	}
 	groups := [][]Attr{{AttrTime}, {AttrTime, AttrSrcIP}, {AttrDstIP, AttrTime}, {AttrTime, AttrSrcIP, AttrIface}, {AttrIface, AttrTime},
 		{AttrSrcIP}, {AttrDstIP, AttrIface}, {AttrIface}, nil, {AttrTime, AttrSrcIP, AttrDstIP}, {AttrTime, AttrNode}}
-	for i := range 300 {
+	for i := range 120 {
 		rc := randCond(r, 2)
 		if r.IntN(3) == 0 {
 			rc = rcond{"", func(*flow.Record) bool { return true }}
