@@ -342,7 +342,6 @@ type scanner struct {
 	labels            bool // grouping by node, drop_reason, sampling or a later attribute: a label per row
 	enrich            bool // grouping by an enrichment attribute
 	cols              store.Columns
-	sel               []bool
 	ev                evaluator
 	g                 *agg
 	oneBin            bool  // the block's rows all start in one time bin (binT): its Start column was not read
