@@ -33,12 +33,17 @@ type Fleet struct {
 	script     string
 	Kafka      string // HOST:PORT of the broker ("" when not started)
 	ClickHouse string // http://HOST:PORT of the server ("" when not started)
+	shared     bool   // WEIR_FLEET's: never stopped by a test
 }
 
 // What to start.
 const (
 	Kafka      = 1
 	ClickHouse = 2
+	// Private starts a fleet of the test's own even when WEIR_FLEET names
+	// a shared one: for tests that stop or kill a server, which would
+	// break every other user of a shared fleet.
+	Private = 4
 )
 
 // Start starts what (Kafka, ClickHouse or both, or'ed) and registers their
@@ -55,8 +60,13 @@ func Start(t testing.TB, what int) *Fleet {
 		}
 		t.Skipf("skipped: %s (scripts/deps.sh fleet installs it; under CI=true this fails)", why)
 	}
-	f := &Fleet{t: t, dir: os.Getenv("WEIR_FLEET"), script: filepath.Join(root, "scripts", "cluster.sh")}
+	f := &Fleet{t: t, script: filepath.Join(root, "scripts", "cluster.sh")}
+	if what&Private == 0 {
+		f.dir = os.Getenv("WEIR_FLEET")
+	}
+	what &^= Private
 	shared := f.dir != ""
+	f.shared = shared
 	if !shared {
 		f.dir = t.TempDir()
 	}
@@ -100,6 +110,7 @@ func (f *Fleet) Dir() string { return f.dir }
 // StopKafka stops the broker (SIGTERM, as an operator's restart would).
 func (f *Fleet) StopKafka() {
 	f.t.Helper()
+	f.own("StopKafka")
 	if _, err := f.run("down", f.dir, "kafka"); err != nil {
 		f.t.Fatalf("stopping kafka: %v", err)
 	}
@@ -109,6 +120,7 @@ func (f *Fleet) StopKafka() {
 // recovered at the next start), and waits until it is gone.
 func (f *Fleet) KillKafka() {
 	f.t.Helper()
+	f.own("KillKafka")
 	b, err := os.ReadFile(filepath.Join(f.dir, "kafka", "pid"))
 	if err != nil {
 		f.t.Fatalf("killing kafka: %v", err)
@@ -201,4 +213,13 @@ func repoRoot() (string, error) {
 		d = filepath.Dir(d)
 	}
 	return "", errors.New("testfleet: no go.mod above the working directory")
+}
+
+// own fails the test when f is a shared fleet (WEIR_FLEET): what would
+// stop its servers must start with Private.
+func (f *Fleet) own(what string) {
+	f.t.Helper()
+	if f.shared {
+		f.t.Fatalf("testfleet: %s on the shared fleet WEIR_FLEET=%s: start with testfleet.Private", what, f.dir)
+	}
 }

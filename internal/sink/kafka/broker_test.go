@@ -15,8 +15,12 @@ import (
 // brokerSink starts the real broker (scripts/cluster.sh, or WEIR_FLEET's),
 // creates a topic of its own with 4 partitions and returns a sink to it
 // and the topic's name.
-func brokerSink(t testing.TB, opts string) (*testfleet.Fleet, *Sink, string) {
-	f := testfleet.Start(t, testfleet.Kafka)
+func brokerSink(t testing.TB, opts string, private bool) (*testfleet.Fleet, *Sink, string) {
+	what := testfleet.Kafka
+	if private { // it stops the broker
+		what |= testfleet.Private
+	}
+	f := testfleet.Start(t, what)
 	name := "weir-test-" + strconv.FormatInt(time.Now().UnixNano(), 36) // unique: a shared fleet keeps its topics
 	cfg, err := ParseURL("kafka://" + f.Kafka + "/" + name + opts)
 	if err != nil {
@@ -53,7 +57,7 @@ func brokerSink(t testing.TB, opts string) (*testfleet.Fleet, *Sink, string) {
 func TestBrokerRestart(t *testing.T) {
 	for _, how := range []string{"term", "kill"} {
 		t.Run(how, func(t *testing.T) {
-			f, s, name := brokerSink(t, "")
+			f, s, name := brokerSink(t, "", true)
 			const n, flows = 40000, 500
 			recs := records(n, flows, "node-a")
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -146,7 +150,7 @@ func BenchmarkBroker(b *testing.B) {
 }
 
 func benchBroker(b *testing.B, opts string) {
-	f, s, _ := brokerSink(b, opts)
+	f, s, _ := brokerSink(b, opts, false)
 	recs := records(1<<16, 1<<12, "node-a")
 	ctx := context.Background()
 	broker := func() time.Duration {
