@@ -85,19 +85,7 @@ func BenchmarkQuery(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			q := &Query{Group: g, Cond: cond, Limit: 10}
-			var res *Result
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := cpuTime()
-			for b.Loop() {
-				if res, err = Run(context.Background(), s, q, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*rows), "ns/row")
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(int64(b.N)*rows), "cpu-ns/row")
-			b.ReportMetric(float64(res.Stats.Groups), "groups")
+			res := timeQuery(b, s, &Query{Group: g, Cond: cond, Limit: 10}, rows)
 			b.ReportMetric(float64(res.Stats.BlocksSkipped)/float64(res.Stats.Blocks), "skipped/block")
 		})
 	}
@@ -140,4 +128,25 @@ func BenchmarkExport(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(int64(b.N)*rows), "cpu-ns/row")
 		})
 	}
+}
+
+// timeQuery runs q over s for the benchmark's iterations and reports wall
+// and CPU time per stored row (rows) and the groups of the last answer,
+// which it returns.
+func timeQuery(b *testing.B, s *store.Store, q *Query, rows int64) *Result {
+	b.Helper()
+	var res *Result
+	var err error
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	for b.Loop() {
+		if res, err = Run(context.Background(), s, q, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*rows), "ns/row")
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(int64(b.N)*rows), "cpu-ns/row")
+	b.ReportMetric(float64(res.Stats.Groups), "groups")
+	return res
 }

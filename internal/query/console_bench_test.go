@@ -44,19 +44,7 @@ func BenchmarkConsoleQueries(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			q := &Query{Group: g, Cond: cond, From: from, To: to, Resolution: c.res, Limit: c.limit}
-			var res *Result
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := cpuTime()
-			for b.Loop() {
-				if res, err = Run(context.Background(), s, q, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*rows), "ns/row")
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(int64(b.N)*rows), "cpu-ns/row")
-			b.ReportMetric(float64(res.Stats.Groups), "groups")
+			timeQuery(b, s, &Query{Group: g, Cond: cond, From: from, To: to, Resolution: c.res, Limit: c.limit}, rows)
 		})
 	}
 }
