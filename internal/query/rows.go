@@ -56,29 +56,28 @@ func (sc *scanner) intern(c *store.Columns, p *prep) {
 	n := c.N
 	sel := p.sel[:n]
 	if sc.group[AttrSrcIP] {
-		p.src = slices.Grow(p.src[:0], n)[:n]
-		sc.srcIDs.reset(len(c.SrcDict))
-		for i, ok := range sel {
-			if ok {
-				if j := i + aheadAddrs; j < n {
-					sc.srcIDs.prefetch(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, j)
-				}
-				p.src[i] = sc.srcIDs.id(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, i)
-			}
-		}
+		p.src = sc.srcIDs.internRows(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, sel, p.src)
 	}
 	if sc.group[AttrDstIP] {
-		p.dst = slices.Grow(p.dst[:0], n)[:n]
-		sc.dstIDs.reset(len(c.DstDict))
-		for i, ok := range sel {
-			if ok {
-				if j := i + aheadAddrs; j < n {
-					sc.dstIDs.prefetch(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, j)
-				}
-				p.dst[i] = sc.dstIDs.id(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, i)
+		p.dst = sc.dstIDs.internRows(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, sel, p.dst)
+	}
+}
+
+// internRows sets ids[i] to the interned id of each selected row's address
+// (one side's dictionary, indexes and addresses), reusing ids' capacity.
+func (d *dictIDs) internRows(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, sel []bool, ids []uint32) []uint32 {
+	n := len(sel)
+	ids = slices.Grow(ids[:0], n)[:n]
+	d.reset(len(dict))
+	for i, ok := range sel {
+		if ok {
+			if j := i + aheadAddrs; j < n {
+				d.prefetch(g, dict, idx, rows, ver, j)
 			}
+			ids[i] = d.id(g, dict, idx, rows, ver, i)
 		}
 	}
+	return ids
 }
 
 // aheadAddrs is how many rows ahead interning prefetches the address
