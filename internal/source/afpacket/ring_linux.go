@@ -150,7 +150,7 @@ func (s *Source) frame(f *source.Frame) bool {
 	next := ne.Uint32(h[frNextOff:])
 	snap := int(ne.Uint32(h[frSnaplen:]))
 	start := off + int(ne.Uint16(h[frMac:]))
-	if start < off+frHdrBytes-12 || snap > len(blk)-start { // mac is past tpacket3_hdr; data ends in the block
+	if start < off+frHdrBytes-12 || snap < 0 || snap > len(blk)-start { // snap < 0: 32-bit int; mac is past tpacket3_hdr; data ends in the block
 		s.corrupt.Add(1)
 		s.left = 0
 		return false

@@ -186,6 +186,63 @@ func (s *Set) Next(f *source.Frame, wait time.Duration) (*Source, error) {
 	}
 }
 
+// NextBlock is Next a block at a time: it returns a member holding a
+// ring block with frames left, for the caller to walk (Source.walk) before
+// calling NextBlock or Next again; the next call hands the block back. It
+// waits as Next does and returns the same errors.
+func (s *Set) NextBlock(wait time.Duration) (*Source, error) {
+	var deadline time.Time
+	for {
+		if s.closed {
+			return nil, source.ErrStopped
+		}
+		if s.woken.Load() {
+			s.drainWake()
+			return nil, ErrWoken
+		}
+		if m := s.block(); m != nil {
+			return m, nil
+		}
+		if len(s.srcs) > 0 && s.srcs[s.cur].held {
+			continue // an empty block just taken: hand it back before polling
+		}
+		if wait >= 0 {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(wait)
+			} else if !time.Now().Before(deadline) {
+				return nil, os.ErrDeadlineExceeded
+			}
+		}
+		if err := s.poll(deadline); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// block is scan a block at a time: it looks at each member at most once
+// (plus a return to the first) for a block with frames left, handing
+// finished blocks back on the way.
+func (s *Set) block() *Source {
+	if len(s.srcs) == 0 {
+		return nil
+	}
+	for range len(s.srcs) + 1 {
+		m := s.srcs[s.cur]
+		switch {
+		case m.left > 0:
+			return m
+		case m.held:
+			m.handBack() // walked: next member's turn
+			s.advance()
+		case !m.acquire():
+			s.advance()
+		case m.left > 0:
+			return m // an empty block (none so far) is handed back on the next turn
+		}
+	}
+	return nil
+}
+
 // scan looks at each member at most once (plus a return to the first) for
 // a frame, handing finished blocks back on the way.
 func (s *Set) scan(f *source.Frame) *Source {

@@ -33,7 +33,8 @@ type ctlMsg struct {
 
 // ring is a worker's view of one of its sockets.
 type ring struct {
-	iface uint16 // index in the worker's meter.Shard Ifaces
+	shard *meter.Shard // the worker's
+	iface uint16       // index in the worker's meter.Shard Ifaces
 	name  string
 	pkts  uint64
 	bytes uint64
@@ -117,15 +118,13 @@ func (w *worker) run(stop <-chan struct{}) error {
 		fatal    error
 	)
 	for fatal == nil {
-		src, err := w.set.Next(&f, w.cfg.Tick/4)
+		src, err := w.set.NextBlock(w.cfg.Tick / 4)
 		switch {
 		case err == nil:
-			if src != lastSrc { // frames come a block at a time: usually the same ring
+			if src != lastSrc { // blocks come in turn: usually the same ring
 				lastSrc, last = src, w.rings[src]
 			}
-			if !w.take(last, &f) {
-				continue // the clock is looked at once a batch has gone to the table
-			}
+			src.walk(&f, last) // then the rest of the batch goes to the table and the clock is read, once a block
 		case errors.Is(err, ErrWoken):
 			w.shard.Apply()
 			if w.control(stop) {
@@ -163,12 +162,11 @@ func (w *worker) run(stop <-chan struct{}) error {
 	return errors.Join(append([]error{fatal}, w.shard.Errs()...)...)
 }
 
-// take counts frame f of ring r and hands it to the shard; it reports
-// whether the shard's packet batch went to the table.
-func (w *worker) take(r *ring, f *source.Frame) bool {
+// take counts frame f of ring r and hands it to the shard.
+func (r *ring) take(f *source.Frame) {
 	r.pkts++
 	r.bytes += uint64(f.WireLen)
-	return w.shard.Take(f, r.iface)
+	r.shard.Take(f, r.iface)
 }
 
 // control handles queued control messages; it reports whether to stop.
@@ -180,7 +178,7 @@ func (w *worker) control(stop <-chan struct{}) bool {
 		case m := <-w.ctl:
 			switch m.kind {
 			case ctlAdd:
-				r := &ring{name: m.src.Iface()}
+				r := &ring{name: m.src.Iface(), shard: w.shard}
 				r.iface = w.shard.Ifaces().Index(r.name)
 				w.rings[m.src] = r
 				if err := w.set.Add(m.src); err != nil { // still read, at least every Tick/4
@@ -222,7 +220,7 @@ func (w *worker) drain() {
 		if err != nil {
 			break
 		}
-		w.take(w.rings[src], &f)
+		w.rings[src].take(&f)
 	}
 	w.shard.Apply()
 }
