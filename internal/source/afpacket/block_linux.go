@@ -3,11 +3,8 @@
 package afpacket
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 
-	"github.com/weir-dev/weir/internal/prefetch"
 	"github.com/weir-dev/weir/internal/source"
 )
 
@@ -29,7 +26,6 @@ func (s *Source) walk(f *source.Frame, t taker) {
 	off, left := s.off, s.left
 	skipOut := s.skipOut
 	f.Link, f.Iface = s.link, s.iface
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(blk)))
 	for left > 0 {
 		if off < blkHdrLen || off > len(blk)-frHdrBytes {
 			s.corrupt.Add(1)
@@ -49,12 +45,7 @@ func (s *Source) walk(f *source.Frame, t taker) {
 				s.corrupt.Add(1) // would loop on the same frame; this one is still good
 				left = 0
 			} else {
-				// The kernel wrote the next frames from another CPU: fetch
-				// the next one and the one after it while this one is decoded.
 				off += next
-				p := base + uintptr(off)
-				prefetch.Pair(p, p+127)
-				prefetch.Pair(p+uintptr(next), p+uintptr(next)+127)
 			}
 		}
 		if skipOut && h[frPktType] == pktOutgoing {
