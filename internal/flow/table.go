@@ -244,9 +244,9 @@ func (t *Table) setSeed(s uint64) {
 // Update adds one packet to its flow, creating the flow if new (evicting
 // the stalest flows first if the table is full). It does not allocate.
 func (t *Table) Update(p *Packet) {
-	var w keyWords
-	dir := canonical(&p.Key, &w)
-	t.apply(p, &w, dir, t.hash(&w))
+	var r pending
+	t.prep(&p.Key, &r)
+	t.apply(p, &r.w, r.dir, r.h)
 }
 
 // Contains reports whether k's flow (either direction) is live in the
@@ -273,9 +273,9 @@ func (t *Table) UpdateAggregate(a *Aggregate) {
 		return
 	}
 	t.agg = a
-	var w keyWords
-	dir := canonical(&a.Key, &w)
-	t.apply(&a.Packet, &w, dir, t.hash(&w))
+	var r pending
+	t.prep(&a.Key, &r)
+	t.apply(&a.Packet, &r.w, r.dir, r.h)
 	t.agg = nil
 }
 

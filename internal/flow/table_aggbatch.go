@@ -55,6 +55,6 @@ func (t *Table) applyAggregate(a *Aggregate, r *pending) {
 		return
 	}
 	t.agg = a
-	t.apply(&a.Packet, &r.w, r.dir, r.h)
+	t.applyHit(&a.Packet, r)
 	t.agg = nil
 }

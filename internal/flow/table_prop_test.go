@@ -301,27 +301,60 @@ func TestZeroAllocs(t *testing.T) {
 
 // TestUpdateBatchSameAsUpdate: the same random packets through Update and
 // through each of UpdateBatch's paths (random chunk sizes, Expire between
-// chunks) give the same records in the same order and the same stats.
+// chunks) give the same records in the same order and the same stats. Two
+// mixes: "flags", random TCP flags and Role hints (mostly add's special
+// cases); "plain", mostly plain ACKs (applyHit's inline case) with every
+// case it hands to add mixed in: copies at other interfaces (DedupIfaces),
+// time going back, idle gaps, counters at a lowered wrap limit, FIN, RST
+// and Role hints.
 func TestUpdateBatchSameAsUpdate(t *testing.T) {
 	for _, path := range []struct {
 		name  string
 		batch func(*Table, []Packet)
 	}{{"UpdateBatch", (*Table).UpdateBatch}, {"small", (*Table).updateBatchSmall}, {"big", (*Table).updateBatchBig}} {
-		t.Run(path.name, func(t *testing.T) { updateBatchSameAsUpdate(t, path.batch) })
+		for _, plain := range []bool{false, true} {
+			name := path.name + "/flags"
+			if plain {
+				name = path.name + "/plain"
+			}
+			t.Run(name, func(t *testing.T) { updateBatchSameAsUpdate(t, path.batch, plain) })
+		}
 	}
 }
 
-func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet)) {
+func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet), plain bool) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var a, b []Record
 	cfg := Config{MaxFlows: 24, IdleTimeout: 2 * time.Second, ActiveTimeout: 50 * time.Millisecond, HashSeed: 5}
+	if plain {
+		cfg.DedupIfaces, cfg.DedupWindow = true, 3*time.Millisecond
+		cfg.IdleTimeout = 40 * time.Millisecond
+	}
 	ta, _ := NewTable(cfg, func(r *Record) { a = append(a, *r) })
 	tb, _ := NewTable(cfg, func(r *Record) { b = append(b, *r) })
+	if plain {
+		ta.pktLimit, tb.pktLimit = 2, 2
+	}
 	pkts := make([]Packet, 20000)
 	for i := range pkts {
 		p := pk("10.0.0.1", uint16(rng.IntN(30)), "10.0.0.2", 80, ProtoTCP, int64(i)*int64(time.Millisecond), uint32(i), uint8(rng.IntN(256)), Role(rng.IntN(3)))
 		if rng.IntN(2) == 0 {
 			p.Key = p.Key.Reverse()
+		}
+		if plain {
+			p.TCPFlags, p.Role = TCPAck, RoleUnknown
+			switch rng.IntN(40) {
+			case 0:
+				p.TCPFlags |= TCPFin
+			case 1:
+				p.TCPFlags |= TCPRst
+			case 2:
+				p.Role = Role(1 + rng.IntN(2))
+			}
+			p.Time -= rng.Int64N(int64(30 * time.Millisecond)) // back in time, sometimes before a record's start
+			if rng.IntN(4) == 0 {
+				p.Iface = uint16(rng.IntN(3)) // a copy at another interface, or a route change
+			}
 		}
 		pkts[i] = p
 	}
@@ -348,6 +381,9 @@ func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet)) {
 	}
 	if st := ta.Stats(); st.Evicted[ReasonFull] == 0 || st.Records[ReasonActive] == 0 || st.PortReuses == 0 {
 		t.Errorf("sequence did not exercise evictions: %+v", st)
+	}
+	if st := ta.Stats(); plain && (st.Duplicates == 0 || st.WrapReports == 0 || st.Evicted[ReasonIdle] == 0 || st.Evicted[ReasonEnd] == 0) {
+		t.Errorf("plain mix did not reach every case add handles: %+v", st)
 	}
 	if a := testing.AllocsPerRun(100, func() { batch(tb, pkts[:200]) }); a != 0 {
 		t.Errorf("%v allocs/op", a)

@@ -33,12 +33,17 @@ func (a *keyWords) key() Key {
 	return k
 }
 
-// canonical loads k as words ordered so the lower endpoint comes first, and
-// returns the direction bit: 0 if k's Src is the lower endpoint, 1 if not.
-// The order is Key.srcLess's, computed branch-free from the loaded words: a
-// subtract-with-borrow chain over (addr high, addr low, port) yields
-// "Dst endpoint < Src endpoint" as the final borrow.
-func canonical(k *Key, w *keyWords) (dir uint8) {
+// prep makes k canonical into r.w with its direction bit in r.dir, and
+// hashes it into r.h: one call for what every update does first.
+//
+// The words are ordered so the lower endpoint comes first; r.dir is 0 if
+// k's Src is the lower endpoint, 1 if not. The order is Key.srcLess's,
+// computed branch-free from the loaded words: a subtract-with-borrow chain
+// over (addr high, addr low, port) yields "Dst endpoint < Src endpoint" as
+// the final borrow. The hash mixes the five words with the table's random
+// seeds into a 32-bit value that is never 0 (0 marks an empty slot); the
+// same value is the slot's tag and, through fastrange, its home index.
+func (t *Table) prep(k *Key, r *pending) {
 	b := (*[40]byte)(unsafe.Pointer(k)) // Key has no padding: its bytes are its fields
 	a0 := binary.LittleEndian.Uint64(b[0:])
 	a1 := binary.LittleEndian.Uint64(b[8:])
@@ -49,13 +54,15 @@ func canonical(k *Key, w *keyWords) (dir uint8) {
 	_, c := bits.Sub64(uint64(k.DstPort), uint64(k.SrcPort), 0)
 	_, c = bits.Sub64(bits.ReverseBytes64(b1), bits.ReverseBytes64(a1), c)
 	_, c = bits.Sub64(bits.ReverseBytes64(b0), bits.ReverseBytes64(a0), c)
-	if c == 0 { // Src ≤ Dst: already canonical
-		w[0], w[1], w[2], w[3], w[4] = a0, a1, b0, b1, x
-		return 0
+	if c != 0 { // Dst < Src: swap the endpoints
+		// Bytes 32..35 are SrcPort, DstPort: swap the two 16-bit halves.
+		a0, a1, b0, b1, x = b0, b1, a0, a1, x&^0xffffffff|(x&0xffff)<<16|(x>>16)&0xffff
 	}
-	// Bytes 32..35 are SrcPort, DstPort: swap the two 16-bit halves.
-	w[0], w[1], w[2], w[3], w[4] = b0, b1, a0, a1, x&^0xffffffff|(x&0xffff)<<16|(x>>16)&0xffff
-	return 1
+	r.w = keyWords{a0, a1, b0, b1, x}
+	r.dir = uint8(c)
+	s := &t.seed
+	h := mum(mum(a0^s[0], a1^s[1])^x^s[4], mum(b0^s[2], b1^s[3])^s[5])
+	r.h = uint32(h>>32) | 1
 }
 
 // mum is a 64×64→128-bit multiply folded by xor: one multiply spreads every
@@ -63,16 +70,6 @@ func canonical(k *Key, w *keyWords) (dir uint8) {
 func mum(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	return hi ^ lo
-}
-
-// hash mixes the five key words with the table's random seeds into a
-// 32-bit value that is never 0 (0 marks an empty slot). The same value is
-// the slot's tag and, through fastrange, its home index.
-func (t *Table) hash(w *keyWords) uint32 {
-	a := mum(w[0]^t.seed[0], w[1]^t.seed[1])
-	b := mum(w[2]^t.seed[2], w[3]^t.seed[3])
-	h := mum(a^w[4]^t.seed[4], b^t.seed[5])
-	return uint32(h>>32) | 1
 }
 
 // fastrange maps h uniformly onto [0, n) with a multiply and a shift instead
@@ -122,12 +119,12 @@ func (t *Table) emptyFor(h uint32) uint32 {
 // lookup returns the slot of the flow with packet key k (either direction),
 // or nil.
 func (t *Table) lookup(k *Key) *slot {
-	var w keyWords
-	canonical(k, &w)
-	h := t.hash(&w)
+	var r pending
+	t.prep(k, &r)
+	h := r.h
 	for i := fastrange(h, t.n); ; {
 		if tg := t.tags[i]; tg == h {
-			if s := &t.slots[i]; s.key.eq(&w) {
+			if s := &t.slots[i]; s.key.eq(&r.w) {
 				return s
 			}
 		} else if tg == 0 {

@@ -289,6 +289,14 @@ func TestCounterWrap(t *testing.T) {
 	}
 }
 
+// canonical is prep's canonical words and direction bit for k.
+func canonical(k *Key, w *keyWords) uint8 {
+	var r pending
+	(&Table{}).prep(k, &r)
+	*w = r.w
+	return r.dir
+}
+
 // TestCanonicalKey: both directions give the same words, the direction bit
 // differs, and the words convert back to the lower endpoint first.
 func TestCanonicalKey(t *testing.T) {
