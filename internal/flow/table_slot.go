@@ -58,7 +58,7 @@ func (t *Table) prep(k *Key, r *pending) {
 		// Bytes 32..35 are SrcPort, DstPort: swap the two 16-bit halves.
 		a0, a1, b0, b1, x = b0, b1, a0, a1, x&^0xffffffff|(x&0xffff)<<16|(x>>16)&0xffff
 	}
-	r.w = keyWords{a0, a1, b0, b1, x}
+	r.w[0], r.w[1], r.w[2], r.w[3], r.w[4] = a0, a1, b0, b1, x // not a composite literal: that goes through the stack
 	r.dir = uint8(c)
 	s := &t.seed
 	h := mum(mum(a0^s[0], a1^s[1])^x^s[4], mum(b0^s[2], b1^s[3])^s[5])
