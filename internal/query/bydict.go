@@ -75,29 +75,56 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 			accDrops[x][1] += c.DropBytes[i]
 		}
 	}
+	if binned {
+		for x := range acc {
+			if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
+				sc.g.prefetchAddr(&dict[y], vers[y])
+			}
+			if acc[x].Flows != 0 {
+				k.addrs = sc.pack(sc.g.addr(&dict[x], vers[x]))
+				sc.g.groups.find(k).add(&acc[x])
+				if drops {
+					sc.g.addDrops(k, accDrops[x][0], accDrops[x][1])
+				}
+			}
+		}
+		return true
+	}
+	// The id is the group: its sums are an array entry, not a table slot.
+	// First every used entry's id, then the sums with the entry of the id
+	// aheadAddrs on prefetched: byID (tens of thousands of addresses) is
+	// beyond the L2 cache and ids come in no order, so each add would
+	// otherwise wait for a miss.
+	ents, ids := sc.ents[:0], sc.entIDs[:0]
+	top := uint32(len(sc.byID))
 	for x := range acc {
 		if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
 			sc.g.prefetchAddr(&dict[y], vers[y])
 		}
-		if acc[x].Flows != 0 && binned {
-			k.addrs = sc.pack(sc.g.addr(&dict[x], vers[x]))
-			sc.g.groups.find(k).add(&acc[x])
-			if drops {
-				sc.g.addDrops(k, accDrops[x][0], accDrops[x][1])
-			}
-		} else if acc[x].Flows != 0 {
+		if acc[x].Flows != 0 {
 			id := sc.g.addr(&dict[x], vers[x])
-			if int(id) >= len(sc.byID) {
-				sc.byID = slices.Grow(sc.byID, int(id)+1-len(sc.byID))[:id+1]
+			ents, ids = append(ents, uint32(x)), append(ids, id)
+			top = max(top, id+1)
+		}
+	}
+	sc.ents, sc.entIDs = ents, ids
+	if int(top) > len(sc.byID) {
+		sc.byID = slices.Grow(sc.byID, int(top)-len(sc.byID))[:top]
+	}
+	byID := sc.byID
+	for j, x := range ents {
+		if l := j + aheadAddrs; l < len(ids) {
+			e := &byID[ids[l]] // 40 bytes: may straddle two lines
+			prefetch.Pair(uintptr(unsafe.Pointer(&e.Packets)), uintptr(unsafe.Pointer(&e.Flows)))
+		}
+		id := ids[j]
+		byID[id].add(&acc[x])
+		if drops && accDrops[x] != [2]uint64{} {
+			if int(id) >= len(sc.byIDDrops) {
+				sc.byIDDrops = slices.Grow(sc.byIDDrops, int(id)+1-len(sc.byIDDrops))[:id+1]
 			}
-			sc.byID[id].add(&acc[x]) // the id is the group: an array, not the table
-			if drops && accDrops[x] != [2]uint64{} {
-				if int(id) >= len(sc.byIDDrops) {
-					sc.byIDDrops = slices.Grow(sc.byIDDrops, int(id)+1-len(sc.byIDDrops))[:id+1]
-				}
-				sc.byIDDrops[id][0] += accDrops[x][0]
-				sc.byIDDrops[id][1] += accDrops[x][1]
-			}
+			sc.byIDDrops[id][0] += accDrops[x][0]
+			sc.byIDDrops[id][1] += accDrops[x][1]
 		}
 	}
 	return true

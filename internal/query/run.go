@@ -356,6 +356,7 @@ type scanner struct {
 	acc               []sums      // per block: sums per dictionary entry (byDict)
 	accDrops          [][2]uint64 // and drop sums, for blocks with drops
 	byID              []sums      // byDict's sums per interned address id
+	ents, entIDs      []uint32    // byDict, per block: the dictionary entries used and their ids
 	byIDDrops         [][2]uint64 // and drop sums (nil until some)
 	accVer            []uint8
 	keys              []gkey // per block: keys, hashes and rows to add
