@@ -14,6 +14,20 @@ import (
 type prep struct {
 	sel      []bool
 	src, dst []uint32 // per row, valid where sel (when grouped by the address)
+	// Partitioned workers whose keys hold no label (sharedKeys): the keys,
+	// hashes and rows of each partition, made once by the worker that
+	// decoded the block (split) instead of by every worker for every row.
+	parts   []partRows
+	keyed   bool  // parts holds this block's rows
+	matched int64 // rows selected (split)
+}
+
+// partRows are one hash partition's rows of a block: their keys, the
+// keys' hashes and the rows' indexes.
+type partRows struct {
+	keys []gkey
+	hs   []uint64
+	idx  []int32
 }
 
 // rows aggregates the selected rows of one block. Drop counters are
@@ -84,39 +98,55 @@ func (d *dictIDs) internRows(g *agg, dict [][16]byte, idx []uint32, rows [][16]b
 // table's slot: the table is small but the group table evicts it.
 const aheadAddrs = 8
 
-// aggregate adds the rows p selects to this scanner's groups (of its
-// hash partition, when partitioned).
-func (sc *scanner) aggregate(c *store.Columns, p *prep) {
+// sharedKeys reports whether the scanner's keys are the same for every
+// partitioned worker: no label id, which each worker interns itself.
+func (sc *scanner) sharedKeys() bool {
+	return sc.parts > 1 && !sc.group[AttrIface] && !sc.labels
+}
+
+// split makes p's keys, hashes and rows per partition of sc.parts (see
+// prep.parts), for workers whose keys are shared (sharedKeys).
+func (sc *scanner) split(c *store.Columns, p *prep) {
+	if len(p.parts) != int(sc.parts) {
+		p.parts = make([]partRows, sc.parts)
+	}
+	p.matched = sc.keyRows(c, p, 0, p.parts, -1)
+	p.keyed = true
+}
+
+// keyRows appends the key, its hash and the row of every row p selects
+// to dst[part], part the key's hash partition of sc.parts; with only >= 0,
+// to dst[0] and only the rows of partition only. It empties dst first
+// and returns how many rows p selects. rest is the label id the block's
+// rows share (when not per row).
+func (sc *scanner) keyRows(c *store.Columns, p *prep, rest uint64, dst []partRows, only int) int64 {
+	for j := range dst {
+		d := &dst[j]
+		d.keys, d.hs, d.idx = d.keys[:0], d.hs[:0], d.idx[:0]
+	}
 	n := c.N
-	sc.scanned += int64(n)
 	sel := p.sel[:n]
 	var k gkey
+	k.rest = rest
 	var base label // the labels of this block's rows, but drop reason and sampling
 	if sc.group[AttrIface] {
 		base.iface = c.Iface
 	}
-	if sc.group[AttrIface] || sc.labels {
-		k.rest = uint64(sc.g.label(base))
-	}
 	g := &sc.group
-	// First the keys and hashes of the rows this scanner keeps, then the
-	// table updates, each prefetching the slot of the row aheadRows later:
-	// a table of millions of groups misses the cache on nearly every row,
-	// and the prefetches let those misses overlap.
-	keys, hs, idx := sc.keys[:0], sc.hs[:0], sc.idx[:0]
+	matched := int64(0)
 	for i := range n {
 		if !sel[i] {
 			continue
 		}
-		sc.matched++
-		var src, dst uint32
+		matched++
+		var src, dst32 uint32
 		if g[AttrSrcIP] {
 			src = p.src[i]
 		}
 		if g[AttrDstIP] {
-			dst = p.dst[i]
+			dst32 = p.dst[i]
 		}
-		k.addrs = uint64(src)<<32 | uint64(dst)
+		k.addrs = uint64(src)<<32 | uint64(dst32)
 		k.rest &= 0xffffff
 		if sc.labels {
 			k.rest = uint64(sc.g.label(sc.rowLabel(base, c, i)))
@@ -136,12 +166,47 @@ func (sc *scanner) aggregate(c *store.Columns, p *prep) {
 			k.t = floorDiv(c.Start[i], sc.res) * sc.res
 		}
 		h := k.hash()
-		if sc.parts > 1 && (h>>32)*sc.parts>>32 != sc.part { // high bits: the table indexes by the low ones
-			continue
+		part := 0
+		if sc.parts > 1 {
+			part = int((h >> 32) * sc.parts >> 32) // high bits: the table indexes by the low ones
 		}
-		keys, hs, idx = append(keys, k), append(hs, h), append(idx, int32(i))
+		if only >= 0 {
+			if part != only {
+				continue
+			}
+			part = 0
+		}
+		d := &dst[part]
+		d.keys, d.hs, d.idx = append(d.keys, k), append(d.hs, h), append(d.idx, int32(i))
 	}
-	sc.keys, sc.hs, sc.idx = keys, hs, idx
+	return matched
+}
+
+// aggregate adds the rows p selects to this scanner's groups (of its
+// hash partition, when partitioned).
+func (sc *scanner) aggregate(c *store.Columns, p *prep) {
+	n := c.N
+	sc.scanned += int64(n)
+	// First the keys and hashes of the rows this scanner keeps, then the
+	// table updates, each prefetching the slot of the row aheadRows later:
+	// a table of millions of groups misses the cache on nearly every row,
+	// and the prefetches let those misses overlap.
+	pr := &sc.own[0]
+	if p.keyed && sc.sharedKeys() {
+		pr = &p.parts[sc.part]
+		sc.matched += p.matched
+	} else {
+		var rest uint64
+		if sc.group[AttrIface] || sc.labels {
+			var base label
+			if sc.group[AttrIface] {
+				base.iface = c.Iface
+			}
+			rest = uint64(sc.g.label(base))
+		}
+		sc.matched += sc.keyRows(c, p, rest, sc.own[:], int(sc.part))
+	}
+	keys, hs, idx := pr.keys, pr.hs, pr.idx
 	t := &sc.g.groups
 	var one sums
 	one.Flows = 1

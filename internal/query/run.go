@@ -359,9 +359,7 @@ type scanner struct {
 	ents, entIDs      []uint32    // byDict, per block: the dictionary entries used and their ids
 	byIDDrops         [][2]uint64 // and drop sums (nil until some)
 	accVer            []uint8
-	keys              []gkey // per block: keys, hashes and rows to add
-	hs                []uint64
-	idx               []int32
+	own               [1]partRows // per block: keys, hashes and rows to add
 }
 
 func newScanner(q *Query, from, to int64) *scanner {

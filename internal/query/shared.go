@@ -145,7 +145,14 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, b *store.BlockInfo) (
 			sc.intern(&sl.cols, &sl.p) // sc.in is r.in, this worker's alone until turn moves on
 		}
 		r.mu.Lock()
-		r.turn = i + 1
+		r.turn = i + 1 // the next block's interning need not wait for the split
+		r.cond.Broadcast()
+		r.mu.Unlock()
+		sl.p.keyed = false
+		if st == blockRows && sc.sharedKeys() {
+			sc.split(&sl.cols, &sl.p)
+		}
+		r.mu.Lock()
 		sl.block, sl.ready, sl.users, sl.st, sl.whole = i, true, r.workers, st, whole
 		r.cond.Broadcast()
 		r.mu.Unlock()

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// Partitioned workers (two-address groups) share each decoded block: with
-// 2 to 4 workers they give the answer and the counts of one worker, which
-// decodes every block itself, on queries that skip some blocks by their
-// summaries and cut others by time.
+// Partitioned workers (two-address groups) share each decoded block, and
+// its rows' keys split by partition when no key holds a label: with 2 to
+// 4 workers they give the answer and the counts of one worker, which
+// decodes every block and makes every key itself, on queries that skip
+// some blocks by their summaries and cut others by time.
 func TestSharedDecodeSameAnswer(t *testing.T) {
 	recs := randRecords(rand.New(rand.NewPCG(5, 6)), 4000)
 	s := writeStore(t, recs, 100)
@@ -21,6 +22,10 @@ func TestSharedDecodeSameAnswer(t *testing.T) {
 		{"sip,dip", ""},
 		{"sip,dip,dport,proto", "dport = 443 or proto = 17"},
 		{"sip,dport", "sip = " + v4Pool[3]},
+		// Keys with a label id (the interface): each worker makes its own
+		// keys; without one the decoding worker splits them (keyed prep).
+		{"iface,sip,dip", "dport = 443 or proto = 6"},
+		{"time,sip,dip", "dport = 443"},
 	} {
 		g, _ := ParseGroupBy(c.group)
 		cond, err := ParseCondition(c.cond)
