@@ -35,8 +35,9 @@ import (
 //     server spent on at least one of the page's requests, from their
 //     Server-Timing) and paint-browser (the rest: loading and running the
 //     scripts, drawing, loopback); ready adds the Sankey; top-query is the
-//     browser's Resource Timing of the table's query. p50 and max over the
-//     loads; -v prints each load's request waterfall.
+//     browser's Resource Timing of the table's request (since
+//     /api/v1/topseries: the top, its series and the totals per bin in one).
+//     p50 and max over the loads; -v prints each load's request waterfall.
 //
 // Each also reports the 1-minute load average at its end (load1): the
 // machine's other work, which the wall times include. Run by 'make bench'

@@ -130,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) routes() []route {
 	rs := []route{
 		{"/api/v1/query", "query", s.handleQuery},
+		{"/api/v1/topseries", "topseries", s.handleTopSeries},
 		{"/api/v1/live", "live", s.handleLive},
 		{"/api/v1/meta", "meta", s.handleMeta},
 		{"/api/v1/openapi.json", "openapi", s.handleOpenAPI},

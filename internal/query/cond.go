@@ -99,7 +99,10 @@ type node interface {
 }
 
 type andNode struct{ l, r node }
-type orNode struct{ l, r node }
+type orNode struct {
+	l, r node
+	set  *addrSet // not nil: the or's leaves are one address column's equalities, tested together (fuse)
+}
 type notNode struct{ x node }
 
 // leaf compares one attribute. For the either-side attributes (host, net,
@@ -131,7 +134,7 @@ func normalize(n node, neg bool) node {
 	case *andNode:
 		l, r := normalize(n.l, neg), normalize(n.r, neg)
 		if neg {
-			return &orNode{l, r}
+			return &orNode{l: l, r: r}
 		}
 		return &andNode{l, r}
 	case *orNode:
@@ -139,7 +142,7 @@ func normalize(n node, neg bool) node {
 		if neg {
 			return &andNode{l, r}
 		}
-		return &orNode{l, r}
+		return &orNode{l: l, r: r}
 	case *leaf:
 		c := *n
 		if neg {

@@ -6,6 +6,7 @@ import "github.com/weir-dev/weir/internal/store"
 // block to block so that filtering does not allocate.
 type evaluator struct {
 	free [][]bool
+	fam  []uint8 // addrSet's families per dictionary entry
 }
 
 func (e *evaluator) get(n int) []bool {
@@ -43,6 +44,10 @@ func (n *andNode) eval(c *store.Columns, sel []bool, e *evaluator) {
 }
 
 func (n *orNode) eval(c *store.Columns, sel []bool, e *evaluator) {
+	if n.set != nil {
+		n.set.eval(c, sel, e)
+		return
+	}
 	n.l.eval(c, sel, e)
 	tmp := e.get(len(sel))
 	n.r.eval(c, tmp, e)

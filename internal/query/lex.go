@@ -163,6 +163,10 @@ func unquote(s string, i int) (string, int, bool) {
 	return "", 0, false
 }
 
+// Quote renders w as one word of the query language: as it is when it
+// reads back as itself, else in double quotes.
+func Quote(w string) string { return quote(w) }
+
 // quote renders a value so that lex reads it back as one word.
 func quote(w string) string {
 	plain := w != ""

@@ -43,7 +43,9 @@ func ParseCondition(s string) (*Condition, error) {
 		}
 		return nil, p.errAt(t, "expected 'and', 'or' or the end of the condition")
 	}
-	return &Condition{root: normalize(n, false)}, nil
+	root := normalize(n, false)
+	fuse(root)
+	return &Condition{root: root}, nil
 }
 
 // String is the condition in canonical form: parsing it again gives the
@@ -87,7 +89,7 @@ func (p *parser) or(depth int) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		l = &orNode{l, r}
+		l = &orNode{l: l, r: r}
 	}
 	return l, nil
 }

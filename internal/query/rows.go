@@ -35,6 +35,7 @@ type partRows struct {
 func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 	p := &sc.prep
 	sc.prepare(c, checkTime, p)
+	sc.addBinTotals(c, p.sel)
 	var k gkey // the key parts every row of the block shares: its interface, its time bin (oneBin)
 	if sc.group[AttrIface] {
 		k.rest = uint64(sc.g.label(label{iface: c.Iface}))

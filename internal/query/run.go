@@ -46,6 +46,10 @@ type Query struct {
 	// the total reads are done; it is called from the scanning goroutines
 	// at once, so it must be safe for concurrent use.
 	Progress func(done, total int)
+	// BinTotals, when positive, also sums the matching records per time
+	// bin of this width into Result.BinTotals, in the same pass (the
+	// console's top N and the totals its chart stacks them against).
+	BinTotals time.Duration
 }
 
 // Counters are the sums of a group. Packets and Bytes were sent by the
@@ -172,6 +176,10 @@ type Result struct {
 	Rows   []Row
 	Totals Counters // over every matching record, not only the rows shown
 	Stats  Stats
+	// BinTotals are the sums per time bin of Query.BinTotals (nil when
+	// not asked): the rows the same query grouped by time alone at that
+	// resolution, without a limit, would answer.
+	BinTotals []Row
 }
 
 // Run answers q from s, adding live (records a running capture has not
@@ -318,6 +326,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 		res.Rows, res.Totals = g.rank(q)
 		g.groups.release()
 	}
+	if q.BinTotals > 0 {
+		res.BinTotals = binTotals(scans)
+	}
 	res.Stats.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -359,7 +370,10 @@ type scanner struct {
 	ents, entIDs      []uint32    // byDict, per block: the dictionary entries used and their ids
 	byIDDrops         [][2]uint64 // and drop sums (nil until some)
 	accVer            []uint8
-	own               [1]partRows // per block: keys, hashes and rows to add
+	own               [1]partRows         // per block: keys, hashes and rows to add
+	tot               map[int64]*Counters // BinTotals' sums per bin start
+	totT              int64               // the block's bin of BinTotals, when totOne
+	totOne            bool                // the block's rows all start in bin totT (totBin)
 }
 
 func newScanner(q *Query, from, to int64) *scanner {
@@ -431,8 +445,9 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 		return err
 	}
 	sc.binT, sc.oneBin = sc.blockBin(b, whole) // read left its Start column out then
+	sc.totT, sc.totOne = sc.totBin(b, whole)
 	sc.use(st, whole, &sc.cols, nil)
-	sc.oneBin = false
+	sc.oneBin, sc.totOne = false, false
 	return nil
 }
 

@@ -35,6 +35,9 @@ func (sc *scanner) read(s *store.Store, b *store.BlockInfo, cols *store.Columns)
 	if _, ok := sc.blockBin(b, whole); ok {
 		need &^= store.ColStart
 	}
+	if _, ok := sc.totBin(b, whole); sc.q.BinTotals > 0 && !ok {
+		need |= store.ColStart // the bin totals bin its rows one by one
+	}
 	if err := s.ReadBlock(b, need, cols); err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			return blockCorrupt, whole, nil
@@ -57,6 +60,7 @@ func (sc *scanner) use(st blockState, whole bool, cols *store.Columns, p *prep) 
 		sc.corrupt++
 	case blockRows:
 		if p != nil {
+			sc.addBinTotals(cols, p.sel)
 			sc.aggregate(cols, p)
 		} else {
 			sc.rows(cols, !whole)

@@ -37,6 +37,13 @@ export interface QueryResult {
   stats: { blocks: number; blocks_skipped: number; rows_scanned: number; rows_matched: number; groups: number; elapsed_ms: number; live_records: number };
 }
 
+/** TopSeries is /api/v1/topseries' answer: the top N, their series (null when the top is empty) and the totals per bin. */
+export interface TopSeries {
+  top: QueryResult;
+  series: QueryResult | null;
+  totals: QueryResult;
+}
+
 export interface IfaceSpan {
   iface: string;
   first: string;

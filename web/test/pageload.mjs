@@ -4,7 +4,8 @@
 // performance marks from navigation start: the top-N table drawn
 // (weir-table), the chart drawn (weir-chart; with the table: the first
 // useful paint), everything (weir-ready, the Sankey too). Also the
-// browser's own timing of the top-N query (Resource Timing). Run by
+// browser's own timing of the top-N request (Resource Timing; since
+// /api/v1/topseries it also carries the series and the totals per bin). Run by
 // BenchmarkConsoleDay (web/bench_test.go); prints each load's request
 // waterfall (start, end, the server's own time from Server-Timing) and one
 // "LOAD {json}" line per load, with the first paint split into the time
@@ -33,8 +34,9 @@ try {
     const m = await page.evaluate(() => {
       const at = (n) => performance.getEntriesByName(n)[0]?.startTime;
       const res = performance.getEntriesByType("resource");
-      // The first query is the top-N table's: no time resolution, a limit.
-      const q = res.find((r) => r.name.includes("/api/v1/query?") && !r.name.includes("resolution="));
+      // The top-N table's request: /api/v1/topseries (the top, their series and the totals per bin in one answer), or,
+      // on a console from before it, the first /api/v1/query without a time resolution.
+      const q = res.find((r) => r.name.includes("/api/v1/topseries?")) ?? res.find((r) => r.name.includes("/api/v1/query?") && !r.name.includes("resolution="));
       // The waterfall: each request's start and end (ms from navigation start) and the server's own time (Server-Timing).
       const waterfall = res.map((r) => ({ path: new URL(r.name).pathname + (new URL(r.name).searchParams.get("group") ? `?group=${new URL(r.name).searchParams.get("group")}` : "") +
         (r.name.includes("resolution=") ? "&resolution" : ""), start: r.startTime, end: r.responseEnd,
