@@ -80,13 +80,14 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 7
+	blockVersion = 8
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
 	maxRows      = MaxBlockRows // decoder bound on rows per block (bounds decode memory)
 	compressMin  = 64           // streams shorter than this are stored raw
 	flagEndRel   = 1            // End stored as End-Start
+	flagPerPkt   = 2            // version 8: Bytes or RevBytes stored per packet (putPerPacket)
 	compRaw      = 0
 	compZstd     = 1
 	compSeg      = 2 // byte planes entropy-coded one by one (codec_seg.go)
@@ -457,9 +458,11 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	for _, id := range []int{cIPVersion, cProto, cICMPType, cICMPCode, cTCPFlags, cRevTCPFlags, cEndReason} {
 		e.putCol(id, false, false, false)
 	}
-	for _, id := range []int{cVLAN, cPackets, cRevPackets, cBytes, cRevBytes} {
+	for _, id := range []int{cVLAN, cPackets, cRevPackets} {
 		e.putCol(id, false, false, true)
 	}
+	e.putPerPacket(cBytes, cPackets)
+	e.putPerPacket(cRevBytes, cRevPackets)
 	if par {
 		wg.Wait()
 		for _, id := range addrPortCols {

@@ -124,5 +124,8 @@ func encName(enc, comp, flags uint8) string {
 	if flags&flagEndRel != 0 {
 		n += "+rel"
 	}
+	if flags&flagPerPkt != 0 {
+		n += "+perpkt"
+	}
 	return n
 }

@@ -89,8 +89,8 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (7), u8 column count (42), u16 omitted columns'
-//	      bits 32-47 (versions 5 to 7; 0 before)
+//	12  u8 version (8), u8 column count (42), u16 omitted columns'
+//	      bits 32-47 (versions 5 to 8; 0 before)
 //	16  u32 rows
 //	20  u32 omitted columns' bits 0-31: bit i set = column i is all 0
 //	      ("" for strings, :: for addresses) and has no directory entry
@@ -98,7 +98,9 @@
 //	24  i64 min Start, i64 max End
 //	40  column directory, 36 bytes per column not omitted, in column-id order:
 //	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
-//	      stored as End-Start), u8 reserved, u32 offset (from block start),
+//	      stored as End-Start; 2, version 8, Bytes and RevBytes only: each
+//	      value is r<<16 | q with the row's bytes = q×packets + r, r under
+//	      packets, packets from Packets or RevPackets), u8 reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
 //	      u64 min, u64 max (numeric columns; int64 bits for Start/End; for
 //	      string columns the shortest and longest string's length)
@@ -132,7 +134,9 @@
 // in nearly every block: a one-entry sdictl without index planes, its
 // directory entry and a few bytes a block.
 //
-// Version 7 has version 6's layout and adds the adictd encoding; version
+// Version 8 has version 7's layout and adds flag 2 (per-packet byte
+// counts); version 7 blocks are read as they are. Version 7 has version
+// 6's layout and adds the adictd encoding; version
 // 6 blocks are read as they are. Version 5 blocks (column count 41) are read with Node "". Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
 // version 5 columns nil and 0. Version 3 blocks (column count 22, nothing omitted, an unused column
 // const 0 and an unused DropReason the sdict of the one entry "") are

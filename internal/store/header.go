@@ -88,7 +88,8 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		c.min = binary.LittleEndian.Uint64(p[20:])
 		c.max = binary.LittleEndian.Uint64(p[28:])
 		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
-			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) {
+			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
+			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) {
 			return nil, errCorruptBlock
 		}
 		p = p[dirEntry:]

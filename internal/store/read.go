@@ -184,6 +184,7 @@ type decoder struct {
 	str   strDecoder
 	grp   groupDecoder
 	start []int64
+	pk    []uint64 // packets for a per-packet byte column, when not wanted
 }
 
 var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
@@ -288,10 +289,16 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			dst.Packets, err = decodeInts(&d.id, c.enc, st, n, dst.Packets)
 		case cBytes:
 			dst.Bytes, err = decodeInts(&d.id, c.enc, st, n, dst.Bytes)
+			if err == nil && c.flags&flagPerPkt != 0 {
+				err = d.perPacket(h, blk, base, cPackets, wanted(ids[cPackets], dst.Packets), dst.Bytes, verify)
+			}
 		case cRevPackets:
 			dst.RevPackets, err = decodeInts(&d.id, c.enc, st, n, dst.RevPackets)
 		case cRevBytes:
 			dst.RevBytes, err = decodeInts(&d.id, c.enc, st, n, dst.RevBytes)
+			if err == nil && c.flags&flagPerPkt != 0 {
+				err = d.perPacket(h, blk, base, cRevPackets, wanted(ids[cRevPackets], dst.RevPackets), dst.RevBytes, verify)
+			}
 		case cTCPFlags:
 			dst.TCPFlags, err = decodeInts(&d.id, c.enc, st, n, dst.TCPFlags)
 		case cRevTCPFlags:
@@ -436,6 +443,12 @@ func (h *blockHeader) span(want Column) (lo, hi int) {
 	ids := colsOf(want)
 	if ids[cEnd] && h.cols[cEnd].flags&flagEndRel != 0 {
 		ids[cStart] = true
+	}
+	if ids[cBytes] && h.cols[cBytes].flags&flagPerPkt != 0 {
+		ids[cPackets] = true
+	}
+	if ids[cRevBytes] && h.cols[cRevBytes].flags&flagPerPkt != 0 {
+		ids[cRevPackets] = true
 	}
 	lo, hi = h.blockLen, 0
 	for id, ok := range ids[:h.ncols] {

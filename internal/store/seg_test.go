@@ -124,8 +124,11 @@ func TestBlockVersions(t *testing.T) {
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	if b[12] != 7 || b[13] != 42 {
-		t.Fatalf("version %d with %d columns, want 7 with 42", b[12], b[13])
+	if b[12] != 8 || b[13] != 42 {
+		t.Fatalf("version %d with %d columns, want 8 with 42", b[12], b[13])
+	}
+	if b := h.cols[cBytes].flags; b&flagPerPkt == 0 {
+		t.Fatalf("Bytes flags %#x: the generator's bytes are whole packets, want per-packet", b)
 	}
 	hl := h.headerLen
 	relabel := func(version, cols byte) []byte {
@@ -135,7 +138,8 @@ func TestBlockVersions(t *testing.T) {
 		return bad
 	}
 	for _, v := range [][2]byte{{0, 41}, {1, 41}, {2, 41}, {3, 41}, {4, 41}, {blockVersion + 1, 41}, {3, 22}, {2, 18}, {4, 22}, {4, 31},
-		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}, {7, 41}, {7, 43}} {
+		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}, {7, 41}, {7, 43}, {8, 41}, {8, 43},
+		{7, 42}} { // {7, 42}: the block's per-packet Bytes flag is new in version 8
 		if err := decodeBlock(relabel(v[0], v[1]), true, &c); !errors.Is(err, errCorruptBlock) {
 			t.Errorf("version %d with %d columns: %v, want corrupt", v[0], v[1], err)
 		}
