@@ -24,43 +24,50 @@ const minDeltaDict = 64
 // new ranks and returns the order (new rank → entry).
 func (t *addrTable) addrOrder() []int32 {
 	d := len(t.count)
-	r := slices.Grow(t.rank[:0], d)[:d]
-	for i, c := range t.count {
-		r[i] = uint64(^c)<<32 | uint64(i)
+	r := byCount(t.count, &t.rank)
+	tmp := t.rank[:d] // the half of the scratch r is not
+	if d > 0 && &r[0] == &tmp[0] {
+		tmp = t.rank[d : 2*d]
 	}
-	slices.Sort(r)
 	// Within each run of one count, re-sort by (family, address) packed
 	// in one uint64: IPv4 value above the entry number (under 2^21).
 	for a := 0; a < d; {
-		c := r[a] >> 32
+		c := r[a] >> idxBits
 		b := a + 1
-		for b < d && r[b]>>32 == c {
+		for b < d && r[b]>>idxBits == c {
 			b++
 		}
 		if b-a > 1 {
 			for k := a; k < b; k++ {
-				i := uint32(r[k])
+				i := uint32(r[k] & entryMask)
 				if e := &t.dict[i]; v4Mapped(e) {
 					r[k] = uint64(binary.BigEndian.Uint32(e[12:16]))<<32 | uint64(i)
 				} else {
 					r[k] = 1<<63 | uint64(i)
 				}
 			}
-			slices.Sort(r[a:b])
+			if run := r[a:b]; len(run) < 256 {
+				slices.Sort(run)
+			} else if s := radixSort(run, tmp[a:b], 32); &s[0] != &run[0] {
+				// The run is in entry order, so sorting the bits above
+				// the entry number stably is the whole sort.
+				copy(run, s)
+			}
 		}
 		a = b
 	}
 	o := slices.Grow(t.order[:0], d)[:d]
 	for k, x := range r {
-		o[k] = int32(uint32(x))
+		o[k] = int32(uint32(x) & entryMask)
 	}
+	rk := t.rank[:d] // r may be this half: o has been read out of it
 	for newI, oldI := range o {
-		r[oldI] = uint64(newI)
+		rk[oldI] = uint64(newI)
 	}
 	for i, x := range t.idx {
-		t.idx[i] = r[x]
+		t.idx[i] = rk[x]
 	}
-	t.order, t.rank = o, r
+	t.order = o
 	return o
 }
 
