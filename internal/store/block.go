@@ -131,6 +131,7 @@ type blockEncoder struct {
 	rows    int
 	ie      intEncoder
 	at      addrTable
+	at2     addrTable // destination addresses': each table starts at its last block's size
 	ps      portSet
 	blooms  [numBlooms]bloom
 	addrs   [][16]byte // rows' addresses: source (NAT columns too), then
@@ -360,11 +361,15 @@ func (e *blockEncoder) putCol(id int, signed, delta, dict bool) (lo, hi uint64) 
 // fills its bloom filter with the block's distinct addresses.
 func (e *blockEncoder) putAddr(id int, a [][16]byte, bl *bloom) {
 	var enc uint8
-	e.stream, enc = e.at.encodeAddrs(e.stream[:0], a)
+	t := &e.at
+	if id == cDstAddr {
+		t = &e.at2
+	}
+	e.stream, enc = t.encodeAddrs(e.stream[:0], a)
 	e.put(id, enc, e.stream, 0, 0, 0)
-	bl.init(len(e.at.dict))
-	for i := range e.at.dict {
-		bl.add(addrKey(&e.at.dict[i]))
+	bl.init(len(t.dict))
+	for i := range t.dict {
+		bl.add(addrKey(&t.dict[i]))
 	}
 }
 

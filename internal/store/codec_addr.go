@@ -23,6 +23,7 @@ type addrTable struct {
 	rank  []uint64
 	hist  [256]uint32
 	delta []byte // deltaV4's scratch
+	last  int    // slots the last build ended with: the next starts there
 }
 
 // addrSlot is one hash table slot: key, dictionary index and epoch stamp
@@ -37,7 +38,7 @@ func addrHash(a *[16]byte) uint64 {
 	return mix64(binary.LittleEndian.Uint64(a[0:8])*0x9e3779b97f4a7c15 ^ binary.LittleEndian.Uint64(a[8:16]))
 }
 
-// addrTableMin is the slots build starts with: the table doubles as
+// addrTableMin is the fewest slots build starts with: the table doubles as
 // distinct addresses arrive (load at most 1/2), so it stays near the
 // block's distinct count (a few thousand slots, in L2) instead of two
 // slots a row, whose probes missed the cache (8% of a write).
@@ -50,7 +51,7 @@ func (t *addrTable) build(v [][16]byte) {
 	for full < 2*len(v) {
 		full <<= 1
 	}
-	size := min(addrTableMin, full)
+	size := min(max(addrTableMin, t.last), full) // consecutive blocks are alike: few doublings
 	t.dict = t.dict[:0]
 	t.count = t.count[:0]
 	t.rehash(size)
@@ -87,6 +88,7 @@ func (t *addrTable) build(v [][16]byte) {
 		t.count[e.slot]++
 		t.idx[i] = uint64(e.slot)
 	}
+	t.last = size
 }
 
 // rehash empties the table's first size slots (a new epoch stamp, no
