@@ -119,7 +119,7 @@ func New(cfg *Config) (*Sink, error) {
 		// franz-go's bounds, on messages, are a backstop above them.
 		maxBytes = 2*cfg.BufferBytes + Buckets*maxPackCap
 	}
-	opts := append(connOpts(cfg),
+	opts := append(ConnOpts(cfg),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.MaxBufferedRecords(cfg.BufferRecords),
 		kgo.MaxBufferedBytes(maxBytes),
@@ -161,9 +161,9 @@ func New(cfg *Config) (*Sink, error) {
 	return s, nil
 }
 
-// connOpts are the options of every client of cfg: brokers, identity, TLS
+// ConnOpts are the options of every client of cfg: brokers, identity, TLS
 // and SASL.
-func connOpts(cfg *Config) []kgo.Opt {
+func ConnOpts(cfg *Config) []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID)}
 	if cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
@@ -383,7 +383,7 @@ func (s *Sink) Check(ctx context.Context) error {
 // partitions and replication factor, unless it exists. It reports whether
 // it created the topic.
 func EnsureTopic(ctx context.Context, cfg *Config, partitions int32, replication int16) (bool, error) {
-	cl, err := kgo.NewClient(connOpts(cfg)...)
+	cl, err := kgo.NewClient(ConnOpts(cfg)...)
 	if err != nil {
 		return false, err
 	}
