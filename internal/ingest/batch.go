@@ -124,6 +124,11 @@ func (in *Ingest) flush(ctx context.Context, b *batch) error {
 	}
 	b.reset()
 	in.st.buffered.Store(0)
+	// Partitions may move now, between batches: a rebalance waits at most
+	// one batch. Records of this poll not yet added may be of a partition
+	// that moves: inserted here and read again by its new owner (at least
+	// once), never committed past rows not inserted.
+	in.cl.AllowRebalance()
 	return nil
 }
 

@@ -327,3 +327,36 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestGroupShares: two ingests of one group share the topic's partitions
+// (both insert rows), and across their joining and leaving no record is
+// lost (at least once: a rebalance may repeat some).
+func TestGroupShares(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ch, chURL := newFakeCH(t)
+	a := newIngest(t, addr, chURL, "shared", 500)
+	a.Start(context.Background())
+	b := newIngest(t, addr, chURL, "shared", 500)
+	b.Start(context.Background())
+	sent := 0
+	for deadline := time.Now().Add(60 * time.Second); a.Stats().Rows == 0 || b.Stats().Rows == 0; sent += 1000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60 s one ingest of the group inserted nothing: %d and %d rows", a.Stats().Rows, b.Stats().Rows)
+		}
+		produce(t, addr, "", records(sent, 1000))
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFor(t, "every record", func() bool { n, _ := ch.count(); return n >= sent })
+	stop(t, a)
+	stop(t, b)
+	n, total := ch.count()
+	if n != sent {
+		t.Fatalf("%d of %d records inserted", n, sent)
+	}
+	t.Logf("%d records, %d inserted (%d repeated by a rebalance); %d and %d rows by each ingest", sent, total, total-n, a.Stats().Rows, b.Stats().Rows)
+}
