@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-dev/weir/internal/clickhouse"
@@ -174,18 +175,22 @@ func (in *Ingest) insertOnce(ctx context.Context, rows []byte) error {
 	return errors.Join(err, rc.Close())
 }
 
-// commit commits the offsets after recs, retrying a few times; a commit
-// that still fails is counted: its rows are in ClickHouse, and the group
-// reads them again after a restart or rebalance (at least once).
+// commit commits the offsets after recs, retrying with backoff for up to
+// commitPatience (a broker restarting) unless the group moved on (then a
+// retry cannot succeed); a commit that still fails is counted: its rows
+// are in ClickHouse, and the group reads them again after a restart or
+// rebalance (at least once).
 func (in *Ingest) commit(ctx context.Context, recs []*kgo.Record) {
 	wait := retryMin
-	for try := 0; ; try++ {
+	deadline := time.Now().Add(commitPatience)
+	for {
 		err := in.cl.CommitRecords(ctx, recs...)
 		if err == nil {
 			in.st.commits.Add(1)
 			return
 		}
-		if try == 4 || ctx.Err() != nil {
+		if ctx.Err() != nil || time.Now().After(deadline) || errors.Is(err, kerr.IllegalGeneration) ||
+			errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID) {
 			in.st.commitErrors.Add(1)
 			in.lg.printf("commit", "weir ingest: committing offsets of group %s: %v: the inserted rows may be read and inserted again", in.cfg.Group, err)
 			return
@@ -197,3 +202,8 @@ func (in *Ingest) commit(ctx context.Context, recs []*kgo.Record) {
 		wait = min(2*wait, retryMax)
 	}
 }
+
+// commitPatience is how long a commit is retried: no new batch is
+// inserted meanwhile, so that a broker's restart does not make the group
+// read many batches again.
+const commitPatience = time.Minute
