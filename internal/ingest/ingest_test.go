@@ -234,7 +234,7 @@ func TestRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	err = in.Stop(ctx)
 	cancel()
-	if err == nil || !strings.Contains(err.Error(), "2000 rows were not inserted") {
+	if err == nil || !strings.Contains(err.Error(), " rows were not inserted") || strings.Contains(err.Error(), ": 0 rows") { // the batch holds what the polls brought
 		t.Fatalf("Stop while the server is away: %v", err)
 	}
 	if st := in.Stats(); st.Commits != 0 || st.Rows != 0 {
