@@ -37,7 +37,7 @@ if [ -n "$why" ]; then
   exit 0
 fi
 rm -rf "$dir"
-if ! addrs=$(scripts/cluster.sh up "$dir" 2>"$out/cluster.err"); then
+if ! addrs=$(scripts/cluster.sh up "$dir" --ingest kafka 2>"$out/cluster.err"); then
   echo
   echo "== fleet: skipped: scripts/cluster.sh up failed: $(tail -1 "$out/cluster.err")"
   scripts/cluster.sh down "$dir" >/dev/null 2>&1 || true
@@ -87,7 +87,7 @@ rm -rf "$week"
 bin/weir bench gendb --data-dir "$week" >/dev/null
 from=2026-01-01 to=$(date -u -d "2026-01-01 + $days days" +%F)
 t0=$(date +%s.%N)
-bin/weir export -d "$week" -f "$from" -t "$to" --export "kafka://$kafka/weir-flows" >/dev/null 2>"$out/export.err"
+bin/weir export -d "$week" -f "$from" -t "$to" --export "kafka://$kafka/weir-flows?format=row" >/dev/null 2>"$out/export.err"
 want=$(bin/weir query -d "$week" -f "$from" -t "$to" -n 0 -o csv time --resolution 24h | awk -F, 'NR > 1 { n += $2 } END { print n }')
 for _ in $(seq 1 1800); do
   n=$(curl -s "$ch" --data-binary 'SELECT count() FROM weir.flows')

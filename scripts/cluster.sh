@@ -22,6 +22,9 @@
 #   --only kafka|clickhouse  start only one of them
 #   --no-setup            SETUP=0: do not run 'weir clickhouse setup' afterwards
 #   --topic T             TOPIC: the topic setup ingests (default weir-flows)
+#   --ingest weir|kafka   INGEST: setup's --ingest (default weir: run 'weir ingest'
+#                         to read the topic; kafka: ClickHouse's Kafka engine reads it,
+#                         and exporters must send ?format=row)
 # Other environment: KAFKA_VERSION (default 4.4.0), KAFKA_HEAP (default
 # -Xms128m -Xmx384m), WAIT_SECONDS (default 120: how long to wait for each),
 # WEIR (the weir binary setup runs; default bin/weir, else go run ./cmd/weir).
@@ -32,6 +35,7 @@ KAFKA_HEAP=${KAFKA_HEAP:--Xms128m -Xmx384m}
 WAIT_SECONDS=${WAIT_SECONDS:-120}
 SETUP=${SETUP:-1}
 TOPIC=${TOPIC:-weir-flows}
+INGEST=${INGEST:-weir}
 libs=$root/build/kafka/$KAFKA_VERSION/libs
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
@@ -335,7 +339,7 @@ run_setup() {
   fi
   # shellcheck disable=SC2086
   (cd "$root" && $weir clickhouse setup --url "http://127.0.0.1:$CLICKHOUSE_PORT" \
-    --kafka "127.0.0.1:$KAFKA_PORT" --topic "$TOPIC") >&2 || die "weir clickhouse setup failed"
+    --kafka "127.0.0.1:$KAFKA_PORT" --topic "$TOPIC" --ingest "$INGEST") >&2 || die "weir clickhouse setup failed"
 }
 
 cmd=${1:-}
@@ -361,6 +365,7 @@ while [ $# -gt 0 ]; do
     --clickhouse-tcp-port) CLICKHOUSE_TCP_PORT=$2; shift ;;
     --only) only=$2; shift ;;
     --topic) TOPIC=$2; shift ;;
+    --ingest) INGEST=$2; shift ;;
     --no-setup) SETUP=0 ;;
     kafka | clickhouse) only=$1 ;;
     *) usage ;;

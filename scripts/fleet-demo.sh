@@ -28,6 +28,7 @@ dir=$(cd "$dir" && pwd)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -n "${ingest_pid:-}" ]; then kill "$ingest_pid" 2>/dev/null && wait "$ingest_pid" 2>/dev/null || true; fi
   for h in "${hosts[@]}"; do ip netns del "wdemo-$h" 2>/dev/null || true; done
   ip link del "$br" 2>/dev/null || true
   "$root/scripts/cluster.sh" down "$dir/cluster" >/dev/null 2>&1 || true
@@ -40,6 +41,10 @@ env=$(WEIR=$weir "$root/scripts/cluster.sh" up "$dir/cluster" --topic weir-flows
 KAFKA=$(sed -n 's/^KAFKA=//p' <<<"$env")
 CLICKHOUSE=$(sed -n 's/^CLICKHOUSE=//p' <<<"$env")
 [ -n "$KAFKA" ] && [ -n "$CLICKHOUSE" ] || die "cluster.sh printed no KAFKA=/CLICKHOUSE= lines"
+
+log "weir ingest: the topic into ClickHouse (consumer group weir-ingest)"
+"$weir" ingest --kafka "$KAFKA" --topic weir-flows --clickhouse "$CLICKHOUSE" --stats 2>"$dir/ingest.log" &
+ingest_pid=$!
 
 log "three test hosts on bridge $br"
 ip link add "$br" type bridge
@@ -102,4 +107,7 @@ $out"
 done
 echo "\$ weir query --clickhouse $CLICKHOUSE -f 1h -n 20 node,sip,dip"
 echo "$out"
+kill "$ingest_pid" && wait "$ingest_pid" || true
+ingest_pid=
+log "weir ingest: $(grep -m1 '^ingest:' "$dir/ingest.log" || echo 'no --stats line')"
 log "ok: three agents, one query"

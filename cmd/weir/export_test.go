@@ -17,8 +17,8 @@ import (
 	"github.com/weir-dev/weir/internal/api"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/query"
+	"github.com/weir-dev/weir/internal/sink/kafka"
 	"github.com/weir-dev/weir/internal/store"
-	"github.com/weir-dev/weir/internal/wire"
 )
 
 // exportStore writes n records (Packets = 1..n, distinct) of two nodes,
@@ -145,14 +145,15 @@ func TestExportKafka(t *testing.T) {
 	for n < 2001 && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			var rec flow.Record
-			if rest, err := wire.Decode(r.Value, &rec); err != nil || len(rest) != 0 {
-				t.Fatalf("undecodable record: %v", err)
+			if _, err := kafka.Rows(r, &rec, func(rec *flow.Record) {
+				if want := []string{"node-a", "node-b"}[(rec.Packets-1)%2]; rec.Node != want {
+					t.Fatalf("record %d: node %q, want %q", rec.Packets, rec.Node, want)
+				}
+				seen[rec.Packets]++
+				n++
+			}); err != nil {
+				t.Fatalf("undecodable message: %v", err)
 			}
-			if want := []string{"node-a", "node-b"}[(rec.Packets-1)%2]; rec.Node != want {
-				t.Fatalf("record %d: node %q, want %q", rec.Packets, rec.Node, want)
-			}
-			seen[rec.Packets]++
-			n++
 		})
 	}
 	if n != 2001 || len(seen) != 2000 || seen[1] != 2 {

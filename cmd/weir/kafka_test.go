@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-dev/weir/internal/flow"
-	"github.com/weir-dev/weir/internal/wire"
+	"github.com/weir-dev/weir/internal/sink/kafka"
 )
 
 // TestCaptureKafka: --export kafka:// sends every record to the topic,
@@ -47,11 +47,12 @@ func TestCaptureKafka(t *testing.T) {
 	for got < want && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			var rec flow.Record
-			if _, err := wire.Decode(r.Value, &rec); err != nil {
-				t.Fatalf("record %d/%d: %v", r.Partition, r.Offset, err)
+			if _, err := kafka.Rows(r, &rec, func(rec *flow.Record) {
+				got++
+				nodes[rec.Node]++
+			}); err != nil {
+				t.Fatalf("message %d/%d: %v", r.Partition, r.Offset, err)
 			}
-			got++
-			nodes[rec.Node]++
 		})
 	}
 	if got != want || want < 300 || nodes["edge-1"] != want {

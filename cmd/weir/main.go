@@ -34,6 +34,7 @@ func commands() []cli.Command {
 		{Name: "export", Summary: "stream stored records whole, as JSON lines or CSV or to Kafka and IPFIX (back-fill ClickHouse)", Run: runExport},
 		{Name: "serve", Summary: "the web console and HTTP API v1 over a flow store (docs/api.md)", Run: runServeCmd},
 		{Name: "services explain", Summary: "the service model compiled to datapath rows that serve a VIP", Run: runServicesExplain},
+		{Name: "ingest", Summary: "Kafka consumer group inserting the agents' records into ClickHouse in batches", Run: runIngest},
 		{Name: "clickhouse setup", Summary: "set up ClickHouse for a fleet: flows table, rollups, ingestion from Kafka", Run: runClickhouseSetup},
 		{Name: "store check", Summary: "verify (and --repair) every block and index of the flow store", Run: runStoreCheck},
 		{Name: "store stats", Summary: "bytes per row of the flow store, column by column, and their encodings", Run: runStoreStats},

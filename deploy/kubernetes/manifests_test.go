@@ -158,8 +158,10 @@ func (m *manifests) decode(doc []byte) error {
 
 func TestManifestsDecodeStrictly(t *testing.T) {
 	m := load(t)
-	if len(m.daemonSets) != 1 || len(m.deployments) != 1 || len(m.services) != 1 || len(m.namespaces) != 1 {
-		t.Fatalf("want one DaemonSet, Deployment, Service and Namespace; got %d %d %d %d",
+	// Deployments: the collector, then weir ingest (files in name order).
+	if len(m.daemonSets) != 1 || len(m.deployments) != 2 || len(m.services) != 1 || len(m.namespaces) != 1 ||
+		m.deployments[0].Name != "weir-collector" || m.deployments[1].Name != "weir-ingest" {
+		t.Fatalf("want one DaemonSet, two Deployments (weir-collector, weir-ingest), one Service and Namespace; got %d %d %d %d",
 			len(m.daemonSets), len(m.deployments), len(m.services), len(m.namespaces))
 	}
 	if m.namespaces[0].Name != m.kust.Namespace {

@@ -84,8 +84,8 @@ func writeIPFIXStats(w io.Writer, x *ipfixsink.Exporter) {
 // writeKafkaStats says what a Kafka destination produced and dropped.
 func writeKafkaStats(w io.Writer, k *kafka.Sink) {
 	st := k.Stats()
-	fmt.Fprintf(w, "export: %d records to %s: %d acknowledged (%s), %d buffered; dropped:",
-		st.Records, k.URL(), st.Produced, format.Bytes(st.Bytes), st.Buffered)
+	fmt.Fprintf(w, "export: %d records to %s: %d acknowledged (%s in %d messages), %d buffered; dropped:",
+		st.Records, k.URL(), st.Produced, format.Bytes(st.Bytes), st.Messages, st.Buffered)
 	for r, n := range st.Dropped {
 		fmt.Fprintf(w, " %s %d", kafka.DropReason(r), n)
 	}

@@ -52,3 +52,7 @@ func procCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(u+s) * time.Second / userHZ, nil
 }
+
+// ProcCPU is the CPU time (user + system, all threads) process pid has
+// used so far: a benchmark's child process's share, as CPU is the servers'.
+func ProcCPU(pid int) (time.Duration, error) { return procCPU(pid) }

@@ -223,3 +223,22 @@ func (f *Fleet) own(what string) {
 		f.t.Fatalf("testfleet: %s on the shared fleet WEIR_FLEET=%s: start with testfleet.Private", what, f.dir)
 	}
 }
+
+// StopClickHouse stops the ClickHouse server (SIGTERM, as an operator's
+// restart would) and waits until it is gone.
+func (f *Fleet) StopClickHouse() {
+	f.t.Helper()
+	f.own("StopClickHouse")
+	if _, err := f.run("down", f.dir, "clickhouse"); err != nil {
+		f.t.Fatalf("stopping clickhouse: %v", err)
+	}
+}
+
+// StartClickHouse starts the ClickHouse server again on its port, with
+// its data.
+func (f *Fleet) StartClickHouse() {
+	f.t.Helper()
+	if _, err := f.run("up", f.dir, "--no-setup", "--only", "clickhouse"); err != nil {
+		f.t.Fatalf("starting clickhouse: %v", err)
+	}
+}

@@ -1,7 +1,9 @@
-// Package kafka is the Kafka sink: it sends each record as one Kafka record
-// (internal/wire's RowBinary row, which ClickHouse's Kafka engine reads),
-// keyed by a hash of the flow's endpoints so that a flow's records land in
-// one partition, batched and compressed by franz-go.
+// Package kafka is the Kafka sink: it sends records as internal/wire's
+// RowBinary rows, keyed by a hash of the flow's endpoints so that a flow's
+// records land in one partition, batched and compressed by franz-go. With
+// ?format=packed (the default, for weir ingest) a Kafka message holds up
+// to 256 rows of one of Buckets flow buckets (pack.go); with ?format=row
+// it holds one row, what ClickHouse's Kafka engine reads without loss.
 //
 // Memory is bounded: at most Config.BufferRecords records (and BufferBytes
 // bytes) wait for the broker. While the broker is away they are kept and
@@ -53,6 +55,7 @@ func (r DropReason) String() string { return dropNames[r] }
 type Stats struct {
 	Records  uint64 // handed to Write
 	Produced uint64 // acknowledged by the broker (acks=none: sent)
+	Messages uint64 // Kafka messages acknowledged, holding the Produced records
 	Bytes    uint64 // row bytes of the produced records
 	Buffered int    // waiting for the broker now
 	Dropped  [numDropReasons]uint64
@@ -69,18 +72,21 @@ type Sink struct {
 	cl      *kgo.Client
 	headers []kgo.RecordHeader
 	promise func(*kgo.Record, error) // one method value, so producing allocates no closure
+	// packPromise is the packed messages' (pack.go).
+	packPromise func(*kgo.Record, error)
+	pk          packer
 
 	mu    sync.Mutex
 	free  []*slot // slots not in flight
 	slots int     // slots made
 
-	records, produced, bytes, inflight atomic.Uint64
-	dropped                            [numDropReasons]atomic.Uint64
-	errMu                              sync.Mutex
-	errs                               map[string]uint64
-	closed                             atomic.Bool
-	closeOnce                          sync.Once
-	closeErr                           error
+	records, produced, messages, bytes, inflight atomic.Uint64
+	dropped                                      [numDropReasons]atomic.Uint64
+	errMu                                        sync.Mutex
+	errs                                         map[string]uint64
+	closed                                       atomic.Bool
+	closeOnce                                    sync.Once
+	closeErr                                     error
 }
 
 // slot is one record in flight: the kgo.Record, its row and key bytes,
@@ -107,10 +113,16 @@ const maxKeptRow = 1024
 // New connects nothing yet (franz-go dials on the first produce) but checks
 // the configuration and builds the client.
 func New(cfg *Config) (*Sink, error) {
-	opts := append(connOpts(cfg),
+	maxBytes := cfg.BufferBytes
+	if cfg.Packed() {
+		// The packed sink bounds its rows and bytes itself (pack.go);
+		// franz-go's bounds, on messages, are a backstop above them.
+		maxBytes = 2*cfg.BufferBytes + Buckets*maxPackCap
+	}
+	opts := append(ConnOpts(cfg),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.MaxBufferedRecords(cfg.BufferRecords),
-		kgo.MaxBufferedBytes(cfg.BufferBytes),
+		kgo.MaxBufferedBytes(maxBytes),
 		kgo.ProducerLinger(cfg.Linger),
 		kgo.UnknownTopicRetries(-1),
 		kgo.RetryBackoffFn(func(n int) time.Duration { return min(time.Duration(n)*100*time.Millisecond, 2*time.Second) }),
@@ -142,14 +154,16 @@ func New(cfg *Config) (*Sink, error) {
 		return nil, err
 	}
 	s := &Sink{cfg: cfg, cl: cl, errs: map[string]uint64{},
-		headers: []kgo.RecordHeader{{Key: "weir.schema", Value: []byte("rowbinary/1")}}}
-	s.promise = s.done
+		headers: []kgo.RecordHeader{{Key: wire.SchemaHeader, Value: []byte(wire.RowSchema)}}}
+	s.promise, s.packPromise = s.done, s.packDone
+	s.pk.timer = time.AfterFunc(time.Hour, s.lingered)
+	s.pk.timer.Stop()
 	return s, nil
 }
 
-// connOpts are the options of every client of cfg: brokers, identity, TLS
+// ConnOpts are the options of every client of cfg: brokers, identity, TLS
 // and SASL.
-func connOpts(cfg *Config) []kgo.Opt {
+func ConnOpts(cfg *Config) []kgo.Opt {
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID(cfg.ClientID)}
 	if cfg.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(cfg.TLS.Clone()))
@@ -172,6 +186,9 @@ func (s *Sink) URL() string { return s.cfg.URL }
 // not fit the buffer are dropped and counted. It returns an error only
 // after Close.
 func (s *Sink) Write(recs []flow.Record) error {
+	if s.cfg.Packed() {
+		return s.writePacked(recs)
+	}
 	if s.closed.Load() {
 		s.dropped[DropShutdown].Add(uint64(len(recs)))
 		return errClosed
@@ -220,9 +237,10 @@ func (s *Sink) done(r *kgo.Record, err error) {
 	sl := r.Context.(*slotCtx).s
 	if err == nil {
 		s.produced.Add(1)
+		s.messages.Add(1)
 		s.bytes.Add(uint64(len(r.Value)))
 	} else {
-		s.fail(err)
+		s.fail(err, 1)
 	}
 	if cap(sl.buf) > maxKeptRow {
 		sl.buf = make([]byte, 0, 256)
@@ -234,17 +252,17 @@ func (s *Sink) done(r *kgo.Record, err error) {
 	s.mu.Unlock()
 }
 
-// fail counts a record the producer gave up on.
-func (s *Sink) fail(err error) {
+// fail counts the rows of a message the producer gave up on.
+func (s *Sink) fail(err error, rows uint64) {
 	switch {
 	case errors.Is(err, kgo.ErrMaxBuffered):
-		s.dropped[DropBufferFull].Add(1)
+		s.dropped[DropBufferFull].Add(rows)
 		return
 	case errors.Is(err, kgo.ErrClientClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		s.dropped[DropShutdown].Add(1)
+		s.dropped[DropShutdown].Add(rows)
 		return
 	}
-	s.dropped[DropProduceError].Add(1)
+	s.dropped[DropProduceError].Add(rows)
 	name := "OTHER"
 	var ke *kerr.Error
 	switch {
@@ -256,18 +274,23 @@ func (s *Sink) fail(err error) {
 		name = "RECORD_RETRIES"
 	}
 	s.errMu.Lock()
-	s.errs[name]++ // bounded: Kafka's error names and the three above
+	s.errs[name] += rows // bounded: Kafka's error names and the three above
 	s.errMu.Unlock()
 }
 
-// Flush waits until every buffered record is acknowledged or ctx ends.
-func (s *Sink) Flush(ctx context.Context) error { return s.cl.Flush(ctx) }
+// Flush sends the messages being filled and waits until every buffered
+// record is acknowledged or ctx ends.
+func (s *Sink) Flush(ctx context.Context) error {
+	s.sendAll(false)
+	return s.cl.Flush(ctx)
+}
 
 // Close waits up to the URL's close-timeout for the buffer to drain, then
 // closes the client: records still buffered are dropped and counted
 // (shutdown). It returns an error when records were dropped at shutdown.
 func (s *Sink) Close() error {
 	s.closeOnce.Do(func() {
+		s.sendAll(true)
 		s.closed.Store(true)
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CloseTimeout)
 		flushErr := s.cl.Flush(ctx)
@@ -286,7 +309,7 @@ func (s *Sink) Close() error {
 
 // Stats returns the sink's counters.
 func (s *Sink) Stats() Stats {
-	st := Stats{Records: s.records.Load(), Produced: s.produced.Load(), Bytes: s.bytes.Load(),
+	st := Stats{Records: s.records.Load(), Produced: s.produced.Load(), Messages: s.messages.Load(), Bytes: s.bytes.Load(),
 		Buffered: int(s.inflight.Load()), Errors: map[string]uint64{}}
 	for i := range st.Dropped {
 		st.Dropped[i] = s.dropped[i].Load()
@@ -360,7 +383,7 @@ func (s *Sink) Check(ctx context.Context) error {
 // partitions and replication factor, unless it exists. It reports whether
 // it created the topic.
 func EnsureTopic(ctx context.Context, cfg *Config, partitions int32, replication int16) (bool, error) {
-	cl, err := kgo.NewClient(connOpts(cfg)...)
+	cl, err := kgo.NewClient(ConnOpts(cfg)...)
 	if err != nil {
 		return false, err
 	}

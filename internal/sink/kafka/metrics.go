@@ -10,6 +10,7 @@ import (
 var (
 	mRecords  = counter("weir_kafka_records_total", "Records handed to a Kafka destination.")
 	mProduced = counter("weir_kafka_produced_records_total", "Records the broker acknowledged (acks=none: sent).")
+	mMessages = counter("weir_kafka_produced_messages_total", "Kafka messages the broker acknowledged, each holding one or more records.")
 	mBytes    = counter("weir_kafka_produced_bytes_total", "Row bytes (before compression) of the acknowledged records.")
 	mBuffered = &metrics.Desc{Name: "weir_kafka_buffered_records", Help: "Records waiting for the broker.", Type: metrics.Gauge, Labels: []string{"destination"}}
 	mDropped  = &metrics.Desc{Name: "weir_kafka_dropped_records_total", Help: "Records not delivered, by reason: buffer_full, produce_error, shutdown.",
@@ -30,7 +31,7 @@ func Collector(ss ...*Sink) metrics.Collector { return &collector{ss} }
 
 // Describe lists every metric the collector emits.
 func (c *collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mRecords, mProduced, mBytes, mBuffered, mDropped, mErrors}
+	return []*metrics.Desc{mRecords, mProduced, mMessages, mBytes, mBuffered, mDropped, mErrors}
 }
 
 // Collect writes each sink's counters.
@@ -40,6 +41,7 @@ func (c *collector) Collect(w *metrics.Writer) {
 		u := s.URL()
 		w.Sample(mRecords, float64(st.Records), u)
 		w.Sample(mProduced, float64(st.Produced), u)
+		w.Sample(mMessages, float64(st.Messages), u)
 		w.Sample(mBytes, float64(st.Bytes), u)
 		w.Sample(mBuffered, float64(st.Buffered), u)
 		for r, n := range st.Dropped {

@@ -31,7 +31,10 @@ type Config struct {
 	Brokers     []string // HOST:PORT each
 	Topic       string
 	Compression string // zstd, lz4, snappy, gzip or none
-	Acks        string // all, leader or none
+	// Format is "packed" (up to 256 rows a message, for weir ingest) or
+	// "row" (one row a message, for ClickHouse's Kafka engine).
+	Format string
+	Acks   string // all, leader or none
 	// TLS is nil without tls=1.
 	TLS *tls.Config
 	// SASL is "", plain, scram-sha-256 or scram-sha-512; User and
@@ -44,14 +47,17 @@ type Config struct {
 	ClientID             string
 }
 
+// Packed reports whether messages hold many rows (?format=packed).
+func (c *Config) Packed() bool { return c.Format == "packed" }
+
 // ErrURL wraps every export URL mistake.
 var ErrURL = errors.New("kafka: bad export URL")
 
-const urlForm = "want kafka://BROKER[:PORT][,BROKER…]/TOPIC[?compression=zstd|lz4|snappy|gzip|none&acks=all|leader|none" +
+const urlForm = "want kafka://BROKER[:PORT][,BROKER…]/TOPIC[?format=packed|row&compression=zstd|lz4|snappy|gzip|none&acks=all|leader|none" +
 	"&tls=1&ca=FILE&cert=FILE&key=FILE&sasl=plain|scram-sha-256|scram-sha-512&user=NAME&password-file=FILE" +
 	"&buffer-records=N&buffer-bytes=N&linger=DURATION&close-timeout=DURATION&client-id=NAME]"
 
-var options = []string{"compression", "acks", "tls", "ca", "cert", "key", "server-name", "sasl", "user", "password-file",
+var options = []string{"format", "compression", "acks", "tls", "ca", "cert", "key", "server-name", "sasl", "user", "password-file",
 	"allow-plaintext-sasl", "buffer-records", "buffer-bytes", "linger", "close-timeout", "client-id"}
 
 // ParseURL parses and checks a kafka:// export URL, reading the files it
@@ -75,7 +81,7 @@ func ParseURL(s string) (*Config, error) {
 	if err != nil || hosts == "" {
 		return bad("%s", urlForm)
 	}
-	c := &Config{URL: s, Compression: "zstd", Acks: "all", BufferRecords: DefaultBufferRecords, BufferBytes: DefaultBufferBytes,
+	c := &Config{URL: s, Format: "packed", Compression: "zstd", Acks: "all", BufferRecords: DefaultBufferRecords, BufferBytes: DefaultBufferBytes,
 		Linger: DefaultLinger, CloseTimeout: DefaultCloseTimeout, ClientID: "weir"}
 	for b := range strings.SplitSeq(hosts, ",") {
 		host, port, err := net.SplitHostPort(b)
@@ -108,6 +114,12 @@ func ParseURL(s string) (*Config, error) {
 			return bad("compression=%s: want zstd, lz4, snappy, gzip or none", v)
 		}
 		c.Compression = v
+	}
+	if v := q.Get("format"); v != "" {
+		if v != "packed" && v != "row" {
+			return bad("format=%s: want packed (many rows a message, for weir ingest) or row (one, for ClickHouse's Kafka engine)", v)
+		}
+		c.Format = v
 	}
 	if v := q.Get("acks"); v != "" {
 		if v != "all" && v != "leader" && v != "none" {
