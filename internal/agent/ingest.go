@@ -54,7 +54,7 @@ func (r *IngestRun) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.Database, "database", "weir", "database of 'weir clickhouse setup'")
 	fs.StringVar(&r.Table, "table", "flows_input", "table the rows are inserted into (its views fill flows and the rollups)")
 	fs.IntVar(&r.BatchRows, "batch-rows", ingest.DefaultBatchRows, "insert when a batch holds this many rows")
-	fs.IntVar(&r.BatchBytes, "batch-bytes", ingest.DefaultBatchBytes, "or this many bytes (the memory a batch holds; 1 MiB to 4 GiB)")
+	fs.IntVar(&r.BatchBytes, "batch-bytes", ingest.DefaultBatchBytes, "or this many bytes (the memory a batch holds; 1 MiB to 1 GiB)")
 	fs.DurationVar(&r.BatchDelay, "batch-delay", ingest.DefaultBatchDelay, "or this long after its first row arrived")
 	fs.DurationVar(&r.StopTimeout, "stop-timeout", 30*time.Second, "at exit, how long to retry the last batch while ClickHouse is away (what is not inserted stays uncommitted in Kafka)")
 	fs.DurationVar(&r.Duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")

@@ -126,8 +126,8 @@ func New(cfg Config) (*Ingest, error) {
 	switch {
 	case cfg.BatchRows < 1 || cfg.BatchRows > 1<<24:
 		return nil, fmt.Errorf("%w: batch rows %d: want 1 to %d", ErrConfig, cfg.BatchRows, 1<<24)
-	case cfg.BatchBytes < 1<<20 || cfg.BatchBytes > 1<<32:
-		return nil, fmt.Errorf("%w: batch bytes %d: want 1 MiB to 4 GiB", ErrConfig, cfg.BatchBytes)
+	case cfg.BatchBytes < 1<<20 || cfg.BatchBytes > 1<<30:
+		return nil, fmt.Errorf("%w: batch bytes %d: want 1 MiB to 1 GiB", ErrConfig, cfg.BatchBytes)
 	case cfg.BatchDelay < time.Millisecond || cfg.BatchDelay > 10*time.Minute:
 		return nil, fmt.Errorf("%w: batch delay %v: want 1ms to 10m", ErrConfig, cfg.BatchDelay)
 	case cfg.FetchBytes < 1<<20 || cfg.FetchBytes > 1<<30:
