@@ -3,15 +3,16 @@
 package afpacket
 
 import (
-	"github.com/weir-dev/weir/internal/enrich"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/weir-dev/weir/internal/api"
+	"github.com/weir-dev/weir/internal/enrich"
 	"github.com/weir-dev/weir/internal/flow"
 	"github.com/weir-dev/weir/internal/httpauth"
+	"github.com/weir-dev/weir/internal/ingest"
 	"github.com/weir-dev/weir/internal/metrics"
 	"github.com/weir-dev/weir/internal/netdev"
 	"github.com/weir-dev/weir/internal/sink"
@@ -24,7 +25,7 @@ import (
 	"github.com/weir-dev/weir/internal/store"
 )
 
-// TestMetricsDocumented: every metric weir capture and weir collect register is in
+// TestMetricsDocumented: every metric weir capture, collect, serve and ingest register is in
 // docs/metrics.md with its type, and the page lists nothing else.
 func TestMetricsDocumented(t *testing.T) {
 	sel, err := netdev.ParseSelector([]string{"any"})
@@ -64,7 +65,7 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, col := range []metrics.Collector{apiSrv.Collector(), httpauth.Middleware(nil, nil, nil).Collector(), kafka.Collector()} {
+	for _, col := range []metrics.Collector{apiSrv.Collector(), httpauth.Middleware(nil, nil, nil).Collector(), kafka.Collector(), new(ingest.Ingest).Collector()} { // weir ingest: Describe needs no consumer
 		if err := reg.Register(col); err != nil {
 			t.Fatal(err)
 		}
