@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/bits"
 	"runtime"
@@ -102,6 +103,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errCorruptBlock marks a block that fails a check; ReadBlock wraps it in
 // ErrCorrupt.
 var errCorruptBlock = errors.New("store: corrupt block")
+
+// errNewerBlock is a block whose header checks out but whose format is
+// newer than this weir reads: not damage, and never repaired away (a
+// store an upgraded weir wrote, opened by an older one).
+var errNewerBlock = fmt.Errorf("%w: written by a newer weir", errCorruptBlock)
+
+// newerWhy starts the reason the scan gives a block of a newer format.
+const newerWhy = "written by a newer weir"
 
 // colMeta is one column's directory entry.
 type colMeta struct {

@@ -181,6 +181,12 @@ func (c *checker) part(pd partDir) error {
 	if !c.bad || !c.opts.Repair {
 		return nil
 	}
+	for _, g := range gaps {
+		if strings.HasPrefix(g.why, newerWhy) { // not damage: cutting it away would lose a newer weir's records
+			c.action(fmt.Sprintf("left %s as it is: it holds blocks a newer weir wrote; check and repair it with that weir", safePath(pd.path)))
+			return nil
+		}
+	}
 	return c.repair(pd, d, f, x, keep, size, perm, idxPath)
 }
 

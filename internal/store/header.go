@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"math/bits"
 )
@@ -69,6 +70,9 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		h.omit |= uint64(binary.LittleEndian.Uint16(b[14:16])) << 32
 	}
 	ndir := h.ncols - bits.OnesCount64(h.omit)
+	if ver > blockVersion {
+		return nil, fmt.Errorf("%w: block format %d, this weir reads up to %d", errNewerBlock, ver, blockVersion)
+	}
 	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || (ver < 4 && h.omit != 0) ||
 		h.omit&(1<<firstSparse-1) != 0 || h.omit>>uint(h.ncols) != 0 || ndir < 0 || hl < fixedHeader+ndir*dirEntry+4 ||
 		hl > len(b) || h.blockLen < hl || h.rows > maxRows {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -152,6 +153,9 @@ func (sc *scanner) block(off int64) (e indexEntryT, why string) {
 		return e, fmt.Sprintf("read: %v", err)
 	}
 	h, err := parseHeader(sc.buf, true)
+	if errors.Is(err, errNewerBlock) {
+		return e, fmt.Sprintf("%s (block format %d; this weir reads up to %d): read and check this store with that weir or a newer one", newerWhy, sc.buf[12], blockVersion)
+	}
 	if err != nil {
 		return e, "header damaged (invalid fields)"
 	}
