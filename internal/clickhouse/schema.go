@@ -32,6 +32,10 @@ const (
 	TableFlows = "flows"       // every record
 	TableInput = "flows_input" // Null table: an INSERT of wire rows here fills flows and the rollups
 	TableQueue = "flows_queue" // Kafka engine table
+	// TableOffsets is where weir ingest records, per consumer group, topic
+	// and partition, the last offset it inserted (before it commits to
+	// Kafka), so that a group reading again rows it inserted skips them.
+	TableOffsets = "ingest_offsets"
 )
 
 // Rollup is a table of per-bin sums kept by materialized views.
@@ -166,6 +170,12 @@ func Statements(cfg Config, f Features) (stmts []*Stmt, warnings []string, err e
 	}
 	add("CREATE TABLE IF NOT EXISTS ", db, ".", TableInput, " (", columnList(wire.Columns), ") ENGINE = Null")
 	views(TableInput)
+	if len(cfg.Kafka) == 0 {
+		// weir ingest's: merges keep the highest offset of a partition
+		// (ReplacingMergeTree's version: UInt on 18.16), readers take max().
+		add("CREATE TABLE IF NOT EXISTS ", db, ".", TableOffsets, " (", OffsetColumns,
+			") ENGINE = ReplacingMergeTree(kafka_offset) ORDER BY (consumer_group, topic, kafka_partition)")
+	}
 	if len(cfg.Kafka) > 0 {
 		s := add("CREATE TABLE IF NOT EXISTS ", db, ".", TableQueue, " (", columnList(wire.Columns), ") ENGINE = Kafka SETTINGS kafka_broker_list = ")
 		s.S(Quote(strings.Join(cfg.Kafka, ",")), ", kafka_topic_list = ", Quote(cfg.Topic), ", kafka_group_name = ", Quote(cfg.Group),
@@ -174,6 +184,10 @@ func Statements(cfg Config, f Features) (stmts []*Stmt, warnings []string, err e
 	}
 	return stmts, warnings, nil
 }
+
+// OffsetColumns are TableOffsets' columns, in the order of their RowBinary
+// rows.
+const OffsetColumns = "consumer_group String, topic String, kafka_partition Int32, kafka_offset UInt64, at DateTime"
 
 // colType is the ClickHouse type of a wire column.
 func colType(name string) string {

@@ -20,6 +20,7 @@ func TestClickHouse(t *testing.T) {
 		t.Run(srv.name, func(t *testing.T) {
 			t.Run("setup", func(t *testing.T) { testSetup(t, srv.conn) })
 			t.Run("quote", func(t *testing.T) { testQuote(t, srv.conn) })
+			t.Run("offsets", func(t *testing.T) { testOffsets(t, srv.conn) })
 			t.Run("equivalence", func(t *testing.T) { testEquivalence(t, srv.conn) })
 		})
 	}
@@ -55,7 +56,7 @@ func testSetup(t *testing.T, c Conn) {
 		}
 		return strings.Join(names, " ")
 	}
-	want := "flows flows_1h flows_1m flows_input flows_input_1h_mv flows_input_1m_mv flows_input_mv"
+	want := "flows flows_1h flows_1m flows_input flows_input_1h_mv flows_input_1m_mv flows_input_mv ingest_offsets"
 	if got := tables(); got != want {
 		t.Errorf("tables %q, want %q", got, want)
 	}
