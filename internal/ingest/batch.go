@@ -86,6 +86,12 @@ func Check(r *kgo.Record) (rows, reason int, err error) {
 // add puts a message's rows into the batch, or skips and counts it.
 func (in *Ingest) add(b *batch, r *kgo.Record) {
 	b.last[r.Partition] = r
+	if in.replayed(r) {
+		in.st.replayed.Add(1)
+		in.lg.printf("replayed", "weir ingest: skipped the message at %s partition %d offset %d: at or below offset %d, already inserted "+
+			"(the group read it again after a lost commit; counted in weir_ingest_replayed_messages_total)", r.Topic, r.Partition, r.Offset, in.marks.known[r.Partition])
+		return
+	}
 	rows, reason, err := Check(r)
 	if reason >= 0 {
 		in.st.skipped[reason].Add(1)
@@ -103,7 +109,8 @@ func (in *Ingest) add(b *batch, r *kgo.Record) {
 }
 
 // flush inserts the batch, retrying with backoff while ClickHouse is away
-// or refuses, then commits the offsets of every message in it (and of the
+// or refuses, records the partitions' last offsets in ClickHouse (the
+// marks), then commits the offsets of every message in it (and of the
 // skipped ones). It returns an error only when ctx ends first: then
 // nothing is committed.
 func (in *Ingest) flush(ctx context.Context, b *batch) error {
@@ -115,6 +122,9 @@ func (in *Ingest) flush(ctx context.Context, b *batch) error {
 		in.st.bytes.Add(uint64(len(b.buf)))
 		in.st.inserts.Add(1)
 		in.st.lastInsert.Store(time.Now().UnixNano())
+		if err := in.record(ctx, b); err != nil {
+			return &unrecordedError{rows: b.rows, err: err}
+		}
 	}
 	if len(b.last) > 0 {
 		b.lastL = b.lastL[:0]
@@ -125,11 +135,6 @@ func (in *Ingest) flush(ctx context.Context, b *batch) error {
 	}
 	b.reset()
 	in.st.buffered.Store(0)
-	// Partitions may move now, between batches: a rebalance waits at most
-	// one batch. Records of this poll not yet added may be of a partition
-	// that moves: inserted here and read again by its new owner (at least
-	// once), never committed past rows not inserted.
-	in.cl.AllowRebalance()
 	return nil
 }
 

@@ -4,13 +4,18 @@
 // read, flows_input), committing the group's offsets only after ClickHouse
 // acknowledged the insert.
 //
-// Delivery is at least once: rows are never committed before they are
-// inserted, so a crash, a kill or a lost group membership between an
-// insert and its commit makes the group read those rows again, and a
-// retried insert whose first attempt the server did take (its answer lost
-// in a restart) writes them twice. Nothing is lost while the rows are in
-// the topic's retention. Memory is bounded by Config.BatchBytes and
-// franz-go's fetch buffers (FetchBytes).
+// Delivery is effectively once: after each insert, and before the Kafka
+// commit, the last offset inserted of each partition is recorded in
+// ClickHouse (clickhouse.TableOffsets); a consumer knows these marks (its
+// own, and ClickHouse's, read when partitions are assigned to it) and
+// skips, counts and commits a message at or below its partition's mark.
+// So a commit lost to a broker's restart, a rebalance or a crash after the
+// marks were recorded inserts nothing twice. Left: a crash (or a stop
+// whose time ran out) between an insert and the recording of its marks,
+// and a consumer that lost its partitions while its insert was under way
+// (docs/fleet.md). Nothing is lost while the rows are in the topic's
+// retention. Memory is bounded by Config.BatchBytes and franz-go's fetch
+// buffers (FetchBytes).
 //
 // Messages that are not weir's (no or a bad weir.schema header, a row cut
 // short or malformed, rows that do not add up to the header) are skipped
@@ -84,8 +89,9 @@ type Ingest struct {
 
 	stopOnce sync.Once
 
-	st counters
-	lg logger
+	marks marks // per partition, the highest offset known inserted
+	st    counters
+	lg    logger
 }
 
 // ErrConfig wraps every configuration mistake.
@@ -136,6 +142,10 @@ func New(cfg Config) (*Ingest, error) {
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
+	in := &Ingest{cfg: cfg, done: make(chan struct{}),
+		insert: "INSERT INTO " + cfg.Database + "." + cfg.Table + " FORMAT RowBinary"}
+	in.lg.w = cfg.Log
+	in.marks.known = map[int32]int64{}
 	opts := append(kafka.ConnOpts(cfg.Kafka),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Kafka.Topic),
@@ -145,14 +155,13 @@ func New(cfg Config) (*Ingest, error) {
 		kgo.FetchMaxBytes(int32(cfg.FetchBytes)),
 		kgo.FetchMaxPartitionBytes(int32(min(cfg.FetchBytes, 8<<20))),
 		kgo.MaxConcurrentFetches(2),
+		kgo.OnPartitionsAssigned(in.onAssigned), // their marks are read again from ClickHouse
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	in := &Ingest{cfg: cfg, cl: cl, done: make(chan struct{}),
-		insert: "INSERT INTO " + cfg.Database + "." + cfg.Table + " FORMAT RowBinary"}
-	in.lg.w = cfg.Log
+	in.cl = cl
 	return in, nil
 }
 
@@ -194,6 +203,7 @@ func (in *Ingest) Stop(ctx context.Context) error {
 // inserts and commits with ictx.
 func (in *Ingest) run(ctx, ictx context.Context) error {
 	b := newBatch(in.cfg.BatchBytes)
+	split := false // a batch was inserted within this poll's records
 	for ctx.Err() == nil {
 		wait := in.cfg.BatchDelay
 		if b.rows > 0 {
@@ -209,21 +219,26 @@ func (in *Ingest) run(ctx, ictx context.Context) error {
 					in.lg.printf("fetch", "weir ingest: fetching %s partition %d: %v (franz-go retries)", topic, p, err)
 				}
 			})
-			var ferr error
-			fs.EachRecord(func(r *kgo.Record) {
-				if ferr != nil {
-					return
-				}
+			recs := fs.Records()
+			if err := in.ready(ictx, recs); err != nil {
+				return in.end(&loadError{err}, b)
+			}
+			for _, r := range recs {
 				if b.rows > 0 && (b.rows >= in.cfg.BatchRows || len(b.buf)+len(r.Value) > in.cfg.BatchBytes) {
-					ferr = in.flush(ictx, b)
+					if err := in.flush(ictx, b); err != nil {
+						return in.end(err, b)
+					}
+					split = true
 				}
 				in.add(b, r)
-			})
-			if ferr != nil {
-				return in.end(ferr, b)
 			}
 		}
-		due := b.rows > 0 && (b.rows >= in.cfg.BatchRows || len(b.buf) >= in.cfg.BatchBytes || !time.Now().Before(b.first.Add(in.cfg.BatchDelay)))
+		// A batch split within a poll is inserted whole by the poll's end:
+		// partitions move only when no batch is held (AllowRebalance), so
+		// no rows of a partition that moved are inserted after its new
+		// owner read the marks.
+		due := b.rows > 0 && (split || b.rows >= in.cfg.BatchRows || len(b.buf) >= in.cfg.BatchBytes || !time.Now().Before(b.first.Add(in.cfg.BatchDelay)))
+		split = false
 		if due || (b.rows == 0 && len(b.last) > 0) { // skipped messages alone: commit them too
 			if err := in.flush(ictx, b); err != nil {
 				return in.end(err, b)
@@ -242,9 +257,39 @@ func (in *Ingest) end(err error, b *batch) error {
 	if err == nil {
 		return nil
 	}
+	var le *loadError
+	if errors.As(err, &le) {
+		err = fmt.Errorf("weir ingest: could not read the offsets already inserted from %s.%s at %s (%w): the messages of the partitions "+
+			"assigned since were not taken, nor committed: the next weir ingest of group %s reads them", in.cfg.Database, clickhouse.TableOffsets, in.cfg.URL, le.err, in.cfg.Group)
+		if b.rows == 0 {
+			return err
+		}
+		return errors.Join(err, fmt.Errorf("weir ingest: %d rows held were not inserted either; their offsets were not committed", b.rows))
+	}
+	var ue *unrecordedError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("weir ingest: %d rows were inserted but their offsets not recorded in %s.%s (%w) nor committed: "+
+			"the next weir ingest of group %s reads them again and may insert them twice", ue.rows, in.cfg.Database, clickhouse.TableOffsets, ue.err, in.cfg.Group)
+	}
 	if b.rows > 0 {
 		return fmt.Errorf("weir ingest: %d rows were not inserted (%w); their offsets were not committed: "+
 			"the next weir ingest of group %s reads them again", b.rows, err, in.cfg.Group)
 	}
 	return nil
 }
+
+// loadError is the marks' load given up (Stop's time ran out).
+type loadError struct{ err error }
+
+func (e *loadError) Error() string { return e.err.Error() }
+func (e *loadError) Unwrap() error { return e.err }
+
+// unrecordedError is a flush that inserted its rows but ended (Stop's
+// time ran out) before their marks were recorded.
+type unrecordedError struct {
+	rows int
+	err  error
+}
+
+func (e *unrecordedError) Error() string { return e.err.Error() }
+func (e *unrecordedError) Unwrap() error { return e.err }

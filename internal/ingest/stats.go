@@ -23,8 +23,9 @@ var insertNames = [numInsert]string{"refused", "unreachable"}
 type counters struct {
 	messages, rows, bytes, inserts, commits atomic.Uint64
 	commitErrors, fetchErrors               atomic.Uint64
+	replayed, markLoads                     atomic.Uint64
 	skipped                                 [numSkip]atomic.Uint64
-	insertErrors                            [numInsert]atomic.Uint64
+	insertErrors, markErrors                [numInsert]atomic.Uint64
 	buffered, lastInsert                    atomic.Int64
 }
 
@@ -39,7 +40,10 @@ type Stats struct {
 	FetchErrors  uint64            // fetch errors from the brokers (franz-go retries)
 	Buffered     int               // rows waiting for the next insert
 	Skipped      map[string]uint64 // messages skipped, by reason: header, version, malformed, rows
+	Replayed     uint64            // messages skipped as at or below their partition's offset already inserted
 	InsertErrors map[string]uint64 // failed INSERT attempts (each retried), by kind: refused, unreachable
+	OffsetLoads  uint64            // reads of the offsets already inserted (ingest_offsets) at assignments
+	OffsetErrors map[string]uint64 // failed reads and writes of ingest_offsets (each retried), by kind
 	LastInsert   time.Time         // when the last insert was acknowledged (zero: none yet)
 }
 
@@ -48,12 +52,14 @@ func (in *Ingest) Stats() Stats {
 	c := &in.st
 	st := Stats{Messages: c.messages.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(), Inserts: c.inserts.Load(),
 		Commits: c.commits.Load(), CommitErrors: c.commitErrors.Load(), FetchErrors: c.fetchErrors.Load(),
-		Buffered: int(c.buffered.Load()), Skipped: map[string]uint64{}, InsertErrors: map[string]uint64{}}
+		Buffered: int(c.buffered.Load()), Skipped: map[string]uint64{}, InsertErrors: map[string]uint64{},
+		Replayed: c.replayed.Load(), OffsetLoads: c.markLoads.Load(), OffsetErrors: map[string]uint64{}}
 	for i := range c.skipped {
 		st.Skipped[skipNames[i]] = c.skipped[i].Load()
 	}
 	for i := range c.insertErrors {
 		st.InsertErrors[insertNames[i]] = c.insertErrors[i].Load()
+		st.OffsetErrors[insertNames[i]] = c.markErrors[i].Load()
 	}
 	if t := c.lastInsert.Load(); t != 0 {
 		st.LastInsert = time.Unix(0, t)
@@ -69,6 +75,8 @@ func (in *Ingest) WriteStats(w io.Writer) {
 	fmt.Fprintf(w, "ingest: skipped messages: header %d, version %d, malformed %d, rows %d; insert errors (retried): refused %d, unreachable %d; commit errors %d, fetch errors %d\n",
 		st.Skipped["header"], st.Skipped["version"], st.Skipped["malformed"], st.Skipped["rows"],
 		st.InsertErrors["refused"], st.InsertErrors["unreachable"], st.CommitErrors, st.FetchErrors)
+	fmt.Fprintf(w, "ingest: replayed messages skipped (already inserted) %d; offsets loads %d, errors (retried): refused %d, unreachable %d\n",
+		st.Replayed, st.OffsetLoads, st.OffsetErrors["refused"], st.OffsetErrors["unreachable"])
 }
 
 // Metric descriptions; docs/metrics.md documents each.
@@ -86,6 +94,11 @@ var (
 		Type: metrics.Counter, Labels: []string{"kind"}}
 	mCommitErrors = &metrics.Desc{Name: "weir_ingest_commit_errors_total", Help: "Offset commits given up after retries: their rows may be inserted again.", Type: metrics.Counter}
 	mFetchErrors  = &metrics.Desc{Name: "weir_ingest_fetch_errors_total", Help: "Fetch errors from the brokers (franz-go retries them).", Type: metrics.Counter}
+	mReplayed     = &metrics.Desc{Name: "weir_ingest_replayed_messages_total",
+		Help: "Messages at or below their partition's offset already inserted (read again after a lost commit): skipped, committed.", Type: metrics.Counter}
+	mOffsetLoads  = &metrics.Desc{Name: "weir_ingest_offsets_loads_total", Help: "Reads of the offsets already inserted (ingest_offsets), at start and assignments.", Type: metrics.Counter}
+	mOffsetErrors = &metrics.Desc{Name: "weir_ingest_offsets_errors_total", Help: "Failed reads and writes of ingest_offsets, each retried, by kind: refused, unreachable.",
+		Type: metrics.Counter, Labels: []string{"kind"}}
 )
 
 type collector struct{ in *Ingest }
@@ -95,7 +108,8 @@ func (in *Ingest) Collector() metrics.Collector { return collector{in} }
 
 // Describe lists every metric the collector emits.
 func (c collector) Describe() []*metrics.Desc {
-	return []*metrics.Desc{mMessages, mRows, mBytes, mInserts, mCommits, mBuffered, mLast, mSkipped, mInsertErrors, mCommitErrors, mFetchErrors}
+	return []*metrics.Desc{mMessages, mRows, mBytes, mInserts, mCommits, mBuffered, mLast, mSkipped, mInsertErrors, mCommitErrors, mFetchErrors,
+		mReplayed, mOffsetLoads, mOffsetErrors}
 }
 
 // Collect writes the counters.
@@ -120,6 +134,11 @@ func (c collector) Collect(w *metrics.Writer) {
 	}
 	w.Sample(mCommitErrors, float64(st.CommitErrors))
 	w.Sample(mFetchErrors, float64(st.FetchErrors))
+	w.Sample(mReplayed, float64(st.Replayed))
+	w.Sample(mOffsetLoads, float64(st.OffsetLoads))
+	for _, k := range insertNames {
+		w.Sample(mOffsetErrors, float64(st.OffsetErrors[k]), k)
+	}
 }
 
 // logger prints a kind of message at most once every logEvery, with how
