@@ -58,7 +58,7 @@ func (r *IngestRun) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&r.BatchDelay, "batch-delay", ingest.DefaultBatchDelay, "or this long after its first row arrived")
 	fs.DurationVar(&r.StopTimeout, "stop-timeout", 30*time.Second, "at exit, how long to retry the last batch while ClickHouse is away (what is not inserted stays uncommitted in Kafka)")
 	fs.DurationVar(&r.Duration, "duration", 0, "stop after this long (0: run until SIGINT/SIGTERM)")
-	fs.BoolVar(&r.WantStats, "stats", false, "print counters (rows, inserts, commits, skipped messages by reason, insert errors by kind) to stderr at exit")
+	fs.BoolVar(&r.WantStats, "stats", false, "print counters (rows, inserts, commits, skipped messages by reason, replayed messages skipped, insert errors by kind) to stderr at exit")
 	fs.StringVar(&r.HTTP.Addr, "metrics-addr", "off", "serve /metrics at `host:port` ('off' disables); loopback only unless --metrics-public")
 	fs.BoolVar(&r.HTTP.Public, "metrics-public", false, "allow --metrics-addr to be a non-loopback address (then --api-token-file is required)")
 	fs.StringVar(&r.HTTP.TokenFile, "api-token-file", "", "require the bearer token in this `file` for /metrics off loopback")
