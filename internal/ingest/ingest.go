@@ -64,8 +64,9 @@ type Config struct {
 	// Database and Table are where rows go (default weir, flows_input:
 	// the views of `weir clickhouse setup` fill flows and the rollups).
 	Database, Table string
-	// A batch is inserted when it holds BatchRows rows or BatchBytes
-	// bytes, or BatchDelay after its first row arrived.
+	// A batch is inserted when it holds BatchRows rows (checked after
+	// each poll of at most 4,096 messages) or BatchBytes bytes, or
+	// BatchDelay after its first row arrived.
 	BatchRows  int
 	BatchBytes int
 	BatchDelay time.Duration
@@ -224,7 +225,7 @@ func (in *Ingest) run(ctx, ictx context.Context) error {
 				return in.end(&loadError{err}, b)
 			}
 			for _, r := range recs {
-				if b.rows > 0 && (b.rows >= in.cfg.BatchRows || len(b.buf)+len(r.Value) > in.cfg.BatchBytes) {
+				if b.rows > 0 && len(b.buf)+len(r.Value) > in.cfg.BatchBytes { // rows are checked at the poll's end: fewer splits
 					if err := in.flush(ictx, b); err != nil {
 						return in.end(err, b)
 					}
