@@ -183,8 +183,8 @@ func (in *Ingest) insertOnce(ctx context.Context, rows []byte) error {
 // commit commits the offsets after recs, retrying with backoff for up to
 // commitPatience (a broker restarting) unless the group moved on (then a
 // retry cannot succeed); a commit that still fails is counted: its rows
-// are in ClickHouse, and the group reads them again after a restart or
-// rebalance (at least once).
+// and their marks are in ClickHouse, so the group that reads them again
+// after a restart or rebalance skips them (replayed).
 func (in *Ingest) commit(ctx context.Context, recs []*kgo.Record) {
 	wait := retryMin
 	deadline := time.Now().Add(commitPatience)
@@ -197,7 +197,7 @@ func (in *Ingest) commit(ctx context.Context, recs []*kgo.Record) {
 		if ctx.Err() != nil || time.Now().After(deadline) || errors.Is(err, kerr.IllegalGeneration) ||
 			errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID) {
 			in.st.commitErrors.Add(1)
-			in.lg.printf("commit", "weir ingest: committing offsets of group %s: %v: the inserted rows may be read and inserted again", in.cfg.Group, err)
+			in.lg.printf("commit", "weir ingest: committing offsets of group %s: %v: the inserted rows will be read again and skipped (their offsets are in ingest_offsets)", in.cfg.Group, err)
 			return
 		}
 		select {

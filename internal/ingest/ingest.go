@@ -12,7 +12,8 @@
 // So a commit lost to a broker's restart, a rebalance or a crash after the
 // marks were recorded inserts nothing twice. Left: a crash (or a stop
 // whose time ran out) between an insert and the recording of its marks,
-// and a consumer that lost its partitions while its insert was under way
+// an insert retried whose answer was lost (the server had taken it), and
+// a consumer that lost its partitions while its insert was under way
 // (docs/fleet.md). Nothing is lost while the rows are in the topic's
 // retention. Memory is bounded by Config.BatchBytes and franz-go's fetch
 // buffers (FetchBytes).

@@ -36,7 +36,7 @@ type Stats struct {
 	Bytes        uint64            // their RowBinary bytes
 	Inserts      uint64            // INSERT statements acknowledged
 	Commits      uint64            // offset commits that succeeded
-	CommitErrors uint64            // offset commits given up (their rows may come again)
+	CommitErrors uint64            // offset commits given up (their rows are read again, skipped as replayed)
 	FetchErrors  uint64            // fetch errors from the brokers (franz-go retries)
 	Buffered     int               // rows waiting for the next insert
 	Skipped      map[string]uint64 // messages skipped, by reason: header, version, malformed, rows
@@ -92,7 +92,7 @@ var (
 		Type: metrics.Counter, Labels: []string{"reason"}}
 	mInsertErrors = &metrics.Desc{Name: "weir_ingest_insert_errors_total", Help: "Failed INSERT attempts, each retried, by kind: refused, unreachable.",
 		Type: metrics.Counter, Labels: []string{"kind"}}
-	mCommitErrors = &metrics.Desc{Name: "weir_ingest_commit_errors_total", Help: "Offset commits given up after retries: their rows may be inserted again.", Type: metrics.Counter}
+	mCommitErrors = &metrics.Desc{Name: "weir_ingest_commit_errors_total", Help: "Offset commits given up after retries: their rows are read again and skipped as replayed.", Type: metrics.Counter}
 	mFetchErrors  = &metrics.Desc{Name: "weir_ingest_fetch_errors_total", Help: "Fetch errors from the brokers (franz-go retries them).", Type: metrics.Counter}
 	mReplayed     = &metrics.Desc{Name: "weir_ingest_replayed_messages_total",
 		Help: "Messages at or below their partition's offset already inserted (read again after a lost commit): skipped, committed.", Type: metrics.Counter}
