@@ -37,6 +37,7 @@ type fakeCH struct {
 	inserts int
 	refuse  atomic.Int64
 	drop    atomic.Int64
+	noMarks atomic.Int64 // refuse this many offsets inserts
 	queries []string
 	marks   map[string]map[int32]int64 // group + "/" + topic → partition → offset
 	loads   int
@@ -64,6 +65,10 @@ func newFakeCH(t *testing.T) (*fakeCH, string) {
 				out = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(out, uint32(p)), uint64(o))
 			}
 			w.Write(out)
+			return
+		case strings.HasPrefix(q, "INSERT INTO weir."+clickhouse.TableOffsets+" ") && f.noMarks.Load() > 0:
+			f.noMarks.Add(-1)
+			http.Error(w, "Code: 60, e.displayText() = DB::Exception: Table weir.ingest_offsets doesn't exist", 404)
 			return
 		case strings.HasPrefix(q, "INSERT INTO weir."+clickhouse.TableOffsets+" "):
 			f.mu.Lock()

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,5 +151,46 @@ func TestMarksOnAssign(t *testing.T) {
 	}
 	if sa, sb := a.Stats(), b.Stats(); sa.Rows+sb.Rows != uint64(sent) {
 		t.Fatalf("rows %d + %d, want %d", sa.Rows, sb.Rows, sent)
+	}
+}
+
+// TestMarksWrite: nothing is committed before the marks of an insert are
+// recorded: their write is retried while refused, and a stop that gives
+// up on it says that the rows inserted may come again.
+func TestMarksWrite(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	produce(t, addr, "", records(0, 1000))
+
+	ch, chURL := newFakeCH(t)
+	ch.noMarks.Store(3)
+	in := newIngest(t, addr, chURL, "g", 100000)
+	in.Start(context.Background())
+	waitFor(t, "1,000 records committed", func() bool { n, _ := ch.count(); return n >= 1000 && in.Stats().Commits > 0 })
+	stop(t, in)
+	if n, total := ch.count(); n != 1000 || total != 1000 {
+		t.Fatalf("%d records, %d in all", n, total)
+	}
+	if st := in.Stats(); st.OffsetErrors["refused"] != 3 {
+		t.Fatalf("stats %+v: want 3 refused writes of the marks", st)
+	}
+
+	produce(t, addr, "", records(1000, 500))
+	ch.noMarks.Store(1 << 30)
+	in = newIngest(t, addr, chURL, "g", 100000)
+	in.Start(context.Background())
+	waitFor(t, "refused writes of the marks", func() bool { return in.Stats().OffsetErrors["refused"] >= 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err = in.Stop(ctx)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "offsets not recorded") {
+		t.Fatalf("Stop while the marks cannot be written: %v", err)
+	}
+	if st := in.Stats(); st.Commits != 0 || st.Rows == 0 {
+		t.Fatalf("committed before the marks were written, or inserted nothing: %+v", st)
 	}
 }
