@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-dev/weir/internal/metrics"
 )
 
 // failCommits makes the cluster refuse every offset commit with
@@ -76,6 +79,22 @@ func TestReplay(t *testing.T) {
 	}
 	if sb := b.Stats(); sb.Replayed != sa.Messages || sb.Rows != 500 || sb.Commits == 0 || sb.OffsetLoads == 0 {
 		t.Fatalf("second ingest: %+v; want %d messages replayed", sb, sa.Messages)
+	}
+	reg := metrics.NewRegistry()
+	if err := reg.Register(b.Collector()); err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if _, err := reg.WriteTo(&text); err != nil {
+		t.Fatal(err)
+	}
+	m, err := metrics.ParseText(&text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["weir_ingest_replayed_messages_total"] != float64(sa.Messages) || m["weir_ingest_offsets_loads_total"] == 0 ||
+		m[`weir_ingest_offsets_errors_total{kind="refused"}`] != 0 {
+		t.Errorf("metrics: %v", m)
 	}
 
 	// Its commits took: a third ingest of the group replays nothing.
