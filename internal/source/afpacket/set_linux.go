@@ -158,32 +158,7 @@ func (s *Set) Wake() {
 // returns os.ErrDeadlineExceeded when nothing came. f.Data points into the
 // member's ring and stays valid until the next call to Next or Remove.
 func (s *Set) Next(f *source.Frame, wait time.Duration) (*Source, error) {
-	var deadline time.Time
-	for {
-		if s.closed {
-			return nil, source.ErrStopped
-		}
-		if s.woken.Load() {
-			s.drainWake()
-			return nil, ErrWoken
-		}
-		if m := s.scan(f); m != nil {
-			return m, nil
-		}
-		if len(s.srcs) > 0 && s.srcs[s.cur].left > 0 {
-			continue // only skipped frames so far: keep walking before polling
-		}
-		if wait >= 0 {
-			if deadline.IsZero() {
-				deadline = time.Now().Add(wait)
-			} else if !time.Now().Before(deadline) {
-				return nil, os.ErrDeadlineExceeded
-			}
-		}
-		if err := s.poll(deadline); err != nil {
-			return nil, err
-		}
-	}
+	return s.next(f, wait)
 }
 
 // NextBlock is Next a block at a time: it returns a member holding a
@@ -191,6 +166,12 @@ func (s *Set) Next(f *source.Frame, wait time.Duration) (*Source, error) {
 // calling NextBlock or Next again; the next call hands the block back. It
 // waits as Next does and returns the same errors.
 func (s *Set) NextBlock(wait time.Duration) (*Source, error) {
+	return s.next(nil, wait)
+}
+
+// next is Next with a frame to fill, NextBlock without (a flag, not a
+// func value: no closure per call).
+func (s *Set) next(f *source.Frame, wait time.Duration) (*Source, error) {
 	var deadline time.Time
 	for {
 		if s.closed {
@@ -200,11 +181,17 @@ func (s *Set) NextBlock(wait time.Duration) (*Source, error) {
 			s.drainWake()
 			return nil, ErrWoken
 		}
-		if m := s.block(); m != nil {
+		var m *Source
+		if f != nil {
+			m = s.scan(f)
+		} else {
+			m = s.block()
+		}
+		if m != nil {
 			return m, nil
 		}
-		if len(s.srcs) > 0 && s.srcs[s.cur].held {
-			continue // an empty block just taken: hand it back before polling
+		if len(s.srcs) > 0 && ((f != nil && s.srcs[s.cur].left > 0) || (f == nil && s.srcs[s.cur].held)) {
+			continue // only skipped frames so far, or an empty block just taken (handed back next): no poll yet
 		}
 		if wait >= 0 {
 			if deadline.IsZero() {
