@@ -199,16 +199,24 @@ func stop(t *testing.T, in *Ingest) {
 	}
 }
 
+// newCluster starts a one-broker kfake cluster with the topic's 4
+// partitions, closed when the test ends.
+func newCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // TestIngest: packed and one-row messages are inserted, every record
 // once, into weir.flows_input; messages that are not weir's are skipped
 // and counted by reason; the offsets are committed, so a second ingest of
 // the group inserts nothing again.
 func TestIngest(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	addr := c.ListenAddrs()[0]
 	ch, chURL := newFakeCH(t)
 	produce(t, addr, "", records(0, 3000))              // packed
@@ -272,11 +280,7 @@ func hdr(v string) []kgo.RecordHeader {
 // retried and nothing is committed: an ingest stopped then leaves every
 // row to the group, and the next one inserts them all, once.
 func TestRetry(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	addr := c.ListenAddrs()[0]
 	produce(t, addr, "", records(0, 2000))
 
@@ -289,7 +293,7 @@ func TestRetry(t *testing.T) {
 	in.Start(context.Background())
 	waitFor(t, "unreachable errors", func() bool { return in.Stats().OffsetErrors["unreachable"] >= 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	err = in.Stop(ctx)
+	err := in.Stop(ctx)
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "could not read the offsets already inserted") {
 		t.Fatalf("Stop while the server is away: %v", err)
@@ -332,11 +336,7 @@ func TestRetry(t *testing.T) {
 // TestStopFlushes: Stop inserts and commits the batch being filled (a
 // long batch delay would hold it otherwise).
 func TestStopFlushes(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	addr := c.ListenAddrs()[0]
 	ch, chURL := newFakeCH(t)
 	produce(t, addr, "", records(0, 700))
@@ -405,11 +405,7 @@ func FuzzCheck(f *testing.F) {
 // (both insert rows), and across their joining and leaving every record is
 // inserted exactly once.
 func TestGroupShares(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	addr := c.ListenAddrs()[0]
 	ch, chURL := newFakeCH(t)
 	a := newIngest(t, addr, chURL, "shared", 500)

@@ -46,11 +46,7 @@ func failCommits(c *kfake.Cluster, fail *atomic.Bool) {
 // each message it had taken is skipped as replayed (the marks read from
 // ClickHouse), its offset committed, and new records go in once.
 func TestReplay(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	var fail atomic.Bool
 	fail.Store(true)
 	failCommits(c, &fail)
@@ -116,11 +112,7 @@ func TestReplay(t *testing.T) {
 // partitions it gets back again and skips those. Every record is in
 // ClickHouse exactly once.
 func TestMarksOnAssign(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	var fail atomic.Bool
 	fail.Store(true)
 	failCommits(c, &fail)
@@ -177,11 +169,7 @@ func TestMarksOnAssign(t *testing.T) {
 // recorded: their write is retried while refused, and a stop that gives
 // up on it says that the rows inserted may come again.
 func TestMarksWrite(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := newCluster(t)
 	addr := c.ListenAddrs()[0]
 	produce(t, addr, "", records(0, 1000))
 
@@ -204,7 +192,7 @@ func TestMarksWrite(t *testing.T) {
 	in.Start(context.Background())
 	waitFor(t, "refused writes of the marks", func() bool { return in.Stats().OffsetErrors["refused"] >= 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	err = in.Stop(ctx)
+	err := in.Stop(ctx)
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "offsets not recorded") {
 		t.Fatalf("Stop while the marks cannot be written: %v", err)
