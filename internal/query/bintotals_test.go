@@ -1,7 +1,6 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -21,7 +20,7 @@ import (
 func TestBinTotalsAgainstGroupByTime(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 17))
 	recs := randRecords(r, 3000)
-	slices.SortFunc(recs, func(a, b flow.Record) int { return cmp.Compare(a.Start, b.Start) })
+	byStart(recs)
 	s := writeStore(t, recs[:2600], 50)
 	live := recs[2600:]
 	groups := [][]Attr{{AttrSrcIP}, {AttrDstIP, AttrIface}, {AttrSrcIP, AttrDstIP}, {AttrDstPort, AttrProto}, {AttrProto}, nil,

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -28,7 +27,7 @@ func TestAddrSetAgainstReference(t *testing.T) {
 			recs[i].Key.DstAddr, recs[i].Key.IPVersion = mapped, 6 // 10.0.0.1's 16 bytes, as IPv6
 		}
 	}
-	slices.SortFunc(recs, func(a, b flow.Record) int { return cmp.Compare(a.Start, b.Start) })
+	byStart(recs)
 	stored, live := recs[:2500], recs[2500:]
 	s := writeStore(t, stored, 100)
 	values := append(append(slices.Clone(v4Pool), v6Pool...), "::ffff:10.0.0.1", "10.0.0.0/24", "2001:db8::/32", "10.9.9.9")

@@ -13,6 +13,12 @@ import (
 	"github.com/weir-dev/weir/internal/store"
 )
 
+// byStart orders recs by start time, as a capture writes them: each
+// block's starts within a short span.
+func byStart(recs []flow.Record) {
+	slices.SortFunc(recs, func(a, b flow.Record) int { return cmp.Compare(a.Start, b.Start) })
+}
+
 // TestOneBinBlocksAgainstReference: over blocks written in time order (as
 // a capture writes them: each block's starts within a short span), random
 // queries grouped by time (alone, with an address, with the interface),
@@ -32,7 +38,7 @@ func TestOneBinBlocksAgainstReference(t *testing.T) {
 			recs[i].Key.SrcAddr, recs[i].Key.IPVersion = mapped, 6 // 10.0.0.1's 16 bytes, as IPv6
 		}
 	}
-	slices.SortFunc(recs, func(a, b flow.Record) int { return cmp.Compare(a.Start, b.Start) })
+	byStart(recs)
 	s := writeStore(t, recs, 50)
 	// The data must hold blocks within one bin of some resolution used below, and blocks across bins.
 	blocks, err := s.Blocks(0, 0, nil)
