@@ -3,12 +3,16 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-dev/weir/internal/clickhouse"
 )
@@ -25,6 +29,7 @@ import (
 // it runs before the new partitions' records are fetched).
 type marks struct {
 	known map[int32]int64 // partition → the mark; -1: nothing inserted yet
+	topic string          // the marks' topic key (topicKey), set by load
 
 	mu       sync.Mutex
 	assigned []int32 // assigned since the loop last looked: their marks are reloaded
@@ -72,7 +77,9 @@ func (in *Ingest) ready(ctx context.Context, recs []*kgo.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		in.countCH(&in.st.markErrors, err)
+		if !errors.Is(err, errTopicID) { // counted as a fetch error
+			in.countCH(&in.st.markErrors, err)
+		}
 		in.lg.printf("marks", "weir ingest: reading the offsets already inserted (%s.%s) from %s: %v; retrying in %v "+
 			"(weir clickhouse setup --ingest weir creates the table; nothing of the partitions assigned is inserted until this succeeds)",
 			in.cfg.Database, clickhouse.TableOffsets, in.cfg.URL, err, wait)
@@ -96,7 +103,19 @@ func (in *Ingest) load(ctx context.Context, recs []*kgo.Record) error {
 		}
 		m.features = &f
 	}
-	got, err := clickhouse.LoadOffsets(ctx, in.cfg.ClickHouse, *m.features, in.cfg.Database, in.cfg.Group, in.cfg.Kafka.Topic)
+	key, err := in.topicKey(ctx)
+	if err != nil {
+		return err
+	}
+	if key != m.topic {
+		if m.topic != "" {
+			in.lg.printf("topic-id", "weir ingest: topic %s is not the one whose offsets were marked (%s, now %s): "+
+				"it was deleted and created again; its offsets start afresh", in.cfg.Kafka.Topic, m.topic, key)
+		}
+		clear(m.known) // another topic's marks
+		m.topic = key
+	}
+	got, err := clickhouse.LoadOffsets(ctx, in.cfg.ClickHouse, *m.features, in.cfg.Database, in.cfg.Group, key)
 	if err != nil {
 		return err
 	}
@@ -112,6 +131,78 @@ func (in *Ingest) load(ctx context.Context, recs []*kgo.Record) error {
 	in.st.markLoads.Add(1)
 	return nil
 }
+
+// topicKey is the topic's name and, where the broker has topic IDs (Kafka
+// 2.8 and later), "@" and its ID in hex: the marks' key, so the marks of a
+// topic deleted and created again under the same name (offsets from 0
+// again) are not taken for the new one's ('@' is not allowed in topic
+// names). A failed metadata request is counted as a fetch error.
+func (in *Ingest) topicKey(ctx context.Context) (string, error) {
+	name := in.cfg.Kafka.Topic
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(name)
+	req.Topics = append(req.Topics, t)
+	req.AllowAutoTopicCreation = false
+	resp, err := req.RequestWith(ctx, in.cl)
+	if err == nil {
+		err = fmt.Errorf("the broker did not describe it")
+		for _, rt := range resp.Topics {
+			if rt.Topic == nil || *rt.Topic != name {
+				continue
+			}
+			if err = kerr.ErrorForCode(rt.ErrorCode); err == nil {
+				if rt.TopicID == ([16]byte{}) {
+					return name, nil
+				}
+				return name + "@" + hex.EncodeToString(rt.TopicID[:]), nil
+			}
+		}
+	}
+	in.st.fetchErrors.Add(1)
+	return "", fmt.Errorf("%w %s from Kafka: %w", errTopicID, name, err)
+}
+
+// topicCheckEvery is how often a running consumer asks the broker for the
+// topic's ID (a metadata request), to notice its deletion and re-creation.
+const topicCheckEvery = 10 * time.Second
+
+// checkTopic restarts consuming afresh when the topic was deleted and
+// created again under its name since its marks were loaded: franz-go
+// refuses to consume a topic's new incarnation (or, on brokers without
+// topic IDs, stays at the old one's offsets), so the topic is purged from
+// the client and added back; the rebalance that follows assigns the new
+// topic's partitions, whose marks load under its new key. It runs only
+// when no batch is held, at most every topicEvery; an error is counted
+// and the check retried at the next.
+func (in *Ingest) checkTopic(ctx context.Context) {
+	m := &in.marks
+	now := time.Now()
+	if m.topic == "" || now.Before(in.topicNext) {
+		return
+	}
+	every := in.topicEvery
+	if every == 0 {
+		every = topicCheckEvery
+	}
+	in.topicNext = now.Add(every)
+	ctx, cancel := context.WithTimeout(ctx, every)
+	defer cancel()
+	key, err := in.topicKey(ctx)
+	if err != nil || key == m.topic {
+		return
+	}
+	in.st.recreated.Add(1)
+	in.lg.printf("topic-id", "weir ingest: topic %s was deleted and created again (marks of %s, now %s): consuming the new one from its start",
+		in.cfg.Kafka.Topic, m.topic, key)
+	m.topic = ""
+	clear(m.known)
+	in.cl.PurgeTopicsFromClient(in.cfg.Kafka.Topic)
+	in.cl.AddConsumeTopics(in.cfg.Kafka.Topic)
+}
+
+// errTopicID is a failed read of the topic's ID.
+var errTopicID = errors.New("weir ingest: reading the ID of topic")
 
 // replayed reports whether r is at or below its partition's mark.
 func (in *Ingest) replayed(r *kgo.Record) bool {
@@ -137,7 +228,7 @@ func (in *Ingest) record(ctx context.Context, b *batch) error {
 	wait := retryMin
 	for {
 		ictx, cancel := context.WithTimeout(ctx, insertTimeout)
-		err := clickhouse.RecordOffsets(ictx, in.cfg.ClickHouse, in.cfg.Database, in.cfg.Group, in.cfg.Kafka.Topic, m.up, &m.buf)
+		err := clickhouse.RecordOffsets(ictx, in.cfg.ClickHouse, in.cfg.Database, in.cfg.Group, m.topic, m.up, &m.buf)
 		cancel()
 		if err == nil {
 			return nil

@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// recreateTopic deletes the test topic and creates it again under the
+// same name (4 partitions, offsets from 0 again, a new topic ID).
+func recreateTopic(t *testing.T, addr string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr(topic)
+	del.Topics, del.TopicNames = append(del.Topics, dt), []string{topic}
+	dr, err := del.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range dr.Topics {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			t.Fatalf("deleting %s: %v", topic, err)
+		}
+	}
+	cr := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, 4, 1
+	cr.Topics = append(cr.Topics, ct)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := cr.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		if err == nil {
+			return
+		}
+		if err != kerr.TopicAlreadyExists || time.Now().After(deadline) { // the deletion still under way
+			t.Fatalf("creating %s again: %v", topic, err)
+		}
+	}
+}
+
+// TestTopicRecreated: the topic is deleted and created again under the
+// same name, its offsets from 0 again, below the marks of the old one.
+// Its records are new: a consumer that starts after it, and one that runs
+// across it, insert every one of them, none skipped as replayed.
+func TestTopicRecreated(t *testing.T) {
+	c := newCluster(t)
+	addr := c.ListenAddrs()[0]
+	ch, chURL := newFakeCH(t)
+	produce(t, addr, "", records(0, 3000))
+	a := newIngest(t, addr, chURL, "g", 1000)
+	a.Start(context.Background())
+	waitFor(t, "3,000 records", func() bool { n, _ := ch.count(); return n >= 3000 })
+	stop(t, a)
+
+	recreateTopic(t, addr)
+	produce(t, addr, "", records(3000, 500))
+	b := newIngest(t, addr, chURL, "g", 1000)
+	b.topicEvery = 100 * time.Millisecond
+	b.Start(context.Background())
+	waitFor(t, "3,500 records", func() bool { n, _ := ch.count(); return n >= 3500 })
+
+	// Again while b runs.
+	recreateTopic(t, addr)
+	produce(t, addr, "", records(3500, 500))
+	waitFor(t, "4,000 records", func() bool { n, _ := ch.count(); return n >= 4000 })
+	stop(t, b)
+	if n, total := ch.count(); n != 4000 || total != 4000 {
+		t.Fatalf("%d records inserted, %d times in all; want 4000 once each", n, total)
+	}
+	if st := b.Stats(); st.Replayed != 0 || st.Recreations != 1 {
+		t.Fatalf("%d messages of the new topic skipped as replayed, or not one re-creation counted: %+v", st.Replayed, st)
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	keys := 0
+	for k := range ch.marks {
+		if !strings.HasPrefix(k, "g/"+topic+"@") || len(k) != len("g/"+topic+"@")+32 {
+			t.Errorf("marks under %q: want the topic's name, @ and its ID in hex", k)
+		}
+		keys++
+	}
+	if keys != 3 {
+		t.Errorf("marks under %d keys, want one for each of the topic's 3 incarnations", keys)
+	}
+}
