@@ -21,7 +21,8 @@ import (
 // and services too); testdata/block-v6.bin is goldenV6Recs
 // (TestWriteGoldenV6: and nodes); testdata/block-v7.bin is goldenV7Recs
 // (TestWriteGoldenV7: IPv4 sources from a pool of 90, stored as adictd,
-// the IPv4 dictionary entries delta-coded).
+// the IPv4 dictionary entries delta-coded); testdata/block-v8.bin is
+// goldenV8Recs (TestWriteGoldenV8: byte counts stored per packet).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -37,6 +38,35 @@ var goldenBlocks = []struct {
 	{"block-v5.bin", 5, 250, numColsV5, goldenV5Recs, true},
 	{"block-v6.bin", 6, 260, numCols, goldenV6Recs, true},
 	{"block-v7.bin", 7, 260, numCols, goldenV7Recs, true},
+	{"block-v8.bin", 8, 260, numCols, goldenV8Recs, true},
+}
+
+// goldenV8Recs are the records of block-v8.bin: version 7's, whose byte
+// counts are whole multiples of their packets plus a remainder, as
+// version 8 stores them (flag 2).
+func goldenV8Recs() []flow.Record {
+	recs := goldenV7Recs()
+	for i := range recs {
+		if r := &recs[i]; r.Packets > 1 && i%4 == 0 {
+			r.Bytes += uint64(i) % r.Packets
+		}
+	}
+	return recs
+}
+
+// TestWriteGoldenV8 writes testdata/block-v8.bin when WEIR_STORE_GOLDEN is
+// set (once, when version 8 was current; never overwrite it after).
+func TestWriteGoldenV8(t *testing.T) {
+	if os.Getenv("WEIR_STORE_GOLDEN") == "" {
+		t.Skip("set WEIR_STORE_GOLDEN=1 to write testdata/block-v8.bin")
+	}
+	b, h := newTestEncoder(t).encode(nil, goldenV8Recs())
+	if b[12] != 8 || h.cols[cBytes].flags&flagPerPkt == 0 || h.cols[cRevBytes].flags&flagPerPkt == 0 {
+		t.Fatalf("version %d, Bytes flags %d, RevBytes flags %d", b[12], h.cols[cBytes].flags, h.cols[cRevBytes].flags)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "block-v8.bin"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // goldenV7Recs are the records of block-v7.bin: version 6's, with the
