@@ -81,7 +81,7 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 8
+	blockVersion = 9
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4
@@ -149,6 +149,8 @@ type blockEncoder struct {
 	u16     []uint16          // rows' ports: source, then
 	u16b    []uint16          // destination
 	cv      [numCols][]uint64 // extracted integer columns
+	tup     []uint64          // rows' service tuples (tupleOf)
+	ratio   []uint64          // RevPackets as ratios of Packets (putRevPackets)
 	nonZero [numCols]uint64   // OR of each sparse column's values (strings: lengths; addresses: their words)
 	omit    uint64            // sparse columns of the last encode left out (all zero)
 	enr     bool              // the last encode's records have enrichment fields
@@ -228,7 +230,9 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	ipv, pr, it, ic := e.cv[cIPVersion][:n], e.cv[cProto][:n], e.cv[cICMPType][:n], e.cv[cICMPCode][:n]
 	pk, by, rpk, rby := e.cv[cPackets][:n], e.cv[cBytes][:n], e.cv[cRevPackets][:n], e.cv[cRevBytes][:n]
 	fl, rfl, er, vl := e.cv[cTCPFlags][:n], e.cv[cRevTCPFlags][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n]
-	st := e.cv[cStart][:n]
+	st, dp := e.cv[cStart][:n], e.cv[cDstPort][:n]
+	tup := slices.Grow(e.tup[:0], n)[:n]
+	e.tup = tup
 	// The sparse fields are only ORed here: they are zero in nearly every
 	// block, whose columns are then left out without another pass.
 	var ordp, ordb, orsm, orrs uint64
@@ -239,7 +243,8 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 		ipv[i], pr[i], it[i], ic[i] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
 		pk[i], by[i], rpk[i], rby[i] = r.Packets, r.Bytes, r.RevPackets, r.RevBytes
 		fl[i], rfl[i], er[i], vl[i] = uint64(r.TCPFlags), uint64(r.RevTCPFlags), uint64(r.EndReason), uint64(r.VLAN)
-		st[i] = uint64(r.Start)
+		st[i], dp[i] = uint64(r.Start), uint64(r.Key.DstPort)
+		tup[i] = tupleOf(r.Key.DstPort, r.Key.Proto, r.Key.ICMPType, r.Key.ICMPCode, r.TCPFlags, r.RevTCPFlags)
 		ordp, ordb, orsm = ordp|r.DropPackets, ordb|r.DropBytes, orsm|uint64(r.Sampling)
 		orrs |= uint64(len(r.DropReason))
 		n := &r.PostNAT
@@ -265,7 +270,7 @@ func addrWords(a *[16]byte) uint64 {
 }
 
 // intCols are the columns extract fills.
-var intCols = [...]int{cIPVersion, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
+var intCols = [...]int{cIPVersion, cDstPort, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
 	cTCPFlags, cRevTCPFlags, cEndReason, cVLAN, cStart}
 
 // omitCol leaves sparse column id out of the block: it is all zero (or
@@ -391,6 +396,12 @@ func (e *blockEncoder) putPort(id int, p []uint16, bl *bloom) {
 	}
 	e.u = u
 	e.putInts(id, false, false, true)
+	e.portBloom(p, bl)
+}
+
+// portBloom fills a port column's bloom filter (or bucket bitmap) with
+// the block's distinct ports of p.
+func (e *blockEncoder) portBloom(p []uint16, bl *bloom) {
 	d := e.ps.collect(p)
 	bl.initPorts(len(d))
 	for _, x := range d {
@@ -398,8 +409,9 @@ func (e *blockEncoder) putPort(id int, p []uint16, bl *bloom) {
 	}
 }
 
-// addrPortCols are the columns putAddrsPorts encodes.
-var addrPortCols = [...]int{cSrcAddr, cDstAddr, cSrcPort, cDstPort}
+// addrPortCols are the columns putAddrsPorts encodes (DstPort is coded
+// with the service tuple, putTuple; putAddrsPorts fills its filter).
+var addrPortCols = [...]int{cSrcAddr, cDstAddr, cSrcPort}
 
 // parallelMin is the fewest rows for which encode uses two goroutines.
 const parallelMin = 1024
@@ -420,7 +432,7 @@ func (e *blockEncoder) putAddrsPorts(recs []flow.Record, blooms *[numBlooms]bloo
 	e.putAddr(cSrcAddr, src, &blooms[bloomSrcAddr])
 	e.putAddr(cDstAddr, dst, &blooms[bloomDstAddr])
 	e.putPort(cSrcPort, sp, &blooms[bloomSrcPort])
-	e.putPort(cDstPort, dp, &blooms[bloomDstPort])
+	e.portBloom(dp, &blooms[bloomDstPort])
 }
 
 // encode appends the block for recs to dst.
@@ -469,12 +481,19 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	minStart, _ := e.putCol(cStart, true, true, false)
 	e.putEnd(recs)
 	maxEnd := e.cols[cEnd].max
-	for _, id := range []int{cIPVersion, cProto, cICMPType, cICMPCode, cTCPFlags, cRevTCPFlags, cEndReason} {
+	if !e.putTuple() {
+		e.putCol(cDstPort, false, false, true)
+		for _, id := range tupleCols {
+			e.putCol(id, false, false, false)
+		}
+	}
+	for _, id := range []int{cIPVersion, cEndReason} {
 		e.putCol(id, false, false, false)
 	}
-	for _, id := range []int{cVLAN, cPackets, cRevPackets} {
+	for _, id := range []int{cVLAN, cPackets} {
 		e.putCol(id, false, false, true)
 	}
+	e.putRevPackets()
 	e.putPerPacket(cBytes, cPackets)
 	e.putPerPacket(cRevBytes, cRevPackets)
 	if par {

@@ -52,19 +52,10 @@ func (e *blockEncoder) putPerPacket(id, pid int) {
 func (d *decoder) perPacket(h *blockHeader, blk []byte, base, pid int, have []uint64, v []uint64, verify bool) error {
 	pk := have
 	if pk == nil {
-		c := &h.cols[pid]
-		if pid >= h.ncols || h.omit&(1<<uint(pid)) != 0 {
-			pk = zeros(d.pk, h.rows)
-		} else {
-			st, err := d.stream(c, blk, base, verify)
-			if err != nil {
-				return err
-			}
-			if pk, err = decodeInts(&d.id, c.enc, st, h.rows, d.pk); err != nil {
-				return err
-			}
+		var err error
+		if pk, err = d.counts(h, blk, base, pid, &d.pk, verify); err != nil {
+			return err
 		}
-		d.pk = pk
 	}
 	if len(pk) != len(v) {
 		return errBadStream

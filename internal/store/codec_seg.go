@@ -44,6 +44,11 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 				end = cut(off, int(st[4]), n)
 			}
 		}
+	case encTuple:
+		if len(st) >= 5 {
+			off := cut(5, tupleEntry, int(binary.LittleEndian.Uint32(st[0:4])))
+			end = cut(off, int(st[4]), n)
+		}
 	case encARaw:
 		end, _ = addrCuts(&cuts, st, 0, n)
 	case encSDict, encSDictL:

@@ -106,10 +106,23 @@ func TestRoundTripEncodings(t *testing.T) {
 	t.Run("one row", func(t *testing.T) { roundTrip(t, e, baseRecs(1)) })
 	t.Run("constant", func(t *testing.T) {
 		h := roundTrip(t, e, baseRecs(n))
-		for _, id := range []int{cSrcPort, cDstPort, cPackets, cBytes, cStart, cEnd, cProto} {
+		for _, id := range []int{cSrcPort, cPackets, cBytes, cStart, cEnd} {
 			if h.cols[id].enc != encConst || h.cols[id].slen != 8 {
 				t.Errorf("col %d: enc %d len %d, want const of 8 bytes", id, h.cols[id].enc, h.cols[id].slen)
 			}
+		}
+		// One service tuple: a one-entry tuple dictionary without index
+		// planes, the columns it holds no bytes.
+		if c := h.cols[cDstPort]; c.enc != encTuple || c.rlen != 4+1+tupleEntry {
+			t.Errorf("DstPort enc %d rlen %d, want a tuple of 12 bytes", c.enc, c.rlen)
+		}
+		for _, id := range tupleCols {
+			if c := h.cols[id]; c.enc != encTuple || c.flags != flagTuple || c.slen != 0 {
+				t.Errorf("col %d: enc %d flags %d len %d, want in the tuple", id, c.enc, c.flags, c.slen)
+			}
+		}
+		if c := h.cols[cProto]; c.min != 6 || c.max != 6 {
+			t.Errorf("Proto range %d..%d, want 6..6", c.min, c.max)
 		}
 		// One distinct IPv4 address: dictionary of one 4-byte entry, 0-width indexes.
 		if c := h.cols[cSrcAddr]; c.enc != encADict || c.rlen != 4+1+1+4 {

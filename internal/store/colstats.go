@@ -112,6 +112,8 @@ func encName(enc, comp, flags uint8) string {
 		n = "sdict"
 	case encSDictL:
 		n = "sdictl"
+	case encTuple:
+		n = "tuple"
 	default:
 		n = fmt.Sprint(enc)
 	}
@@ -126,6 +128,9 @@ func encName(enc, comp, flags uint8) string {
 	}
 	if flags&flagPerPkt != 0 {
 		n += "+perpkt"
+	}
+	if flags&flagRatio != 0 {
+		n += "+ratio"
 	}
 	return n
 }

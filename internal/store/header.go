@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
+	"slices"
 )
 
 // maxColRaw bounds any column's raw stream, whatever its header claims:
@@ -93,7 +94,8 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		c.max = binary.LittleEndian.Uint64(p[28:])
 		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
 			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
-			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) {
+			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) ||
+			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) {
 			return nil, errCorruptBlock
 		}
 		p = p[dirEntry:]
@@ -110,4 +112,20 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		return nil, errCorruptBlock
 	}
 	return h, nil
+}
+
+// tupleOK checks column i's directory entry c against the service tuple
+// (version 9): only DstPort may be encTuple, and the columns the tuple
+// holds are encTuple with flagTuple and no bytes exactly when DstPort is.
+func tupleOK(ver byte, i int, c, dport *colMeta) bool {
+	isT := slices.Contains(tupleCols[:], i)
+	switch {
+	case i == cDstPort:
+		return c.enc != encTuple || ver >= 9
+	case !isT:
+		return c.enc != encTuple && c.flags&flagTuple == 0
+	case dport.enc == encTuple:
+		return c.enc == encTuple && c.flags == flagTuple && c.comp == compRaw && c.slen == 0 && c.rlen == 0
+	}
+	return c.enc != encTuple && c.flags&flagTuple == 0
 }

@@ -185,6 +185,8 @@ type decoder struct {
 	grp   groupDecoder
 	start []int64
 	pk    []uint64 // packets for a per-packet byte column, when not wanted
+	pk0   []uint64 // Packets for a ratio-coded RevPackets, when not wanted
+	tup   tupleDecoder
 }
 
 var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
@@ -247,6 +249,7 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 	n := h.rows
 	var err error
 	d.grp.newBlock()
+	d.tup.ok = false
 	for id := range numCols {
 		if !ids[id] {
 			continue
@@ -264,6 +267,12 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			continue
 		}
 		c := &h.cols[id]
+		if c.enc == encTuple { // DstPort and the columns its tuples hold (codec_tuple.go)
+			if err := d.tupleCol(h, blk, base, id, dst, verify); err != nil {
+				return err
+			}
+			continue
+		}
 		st, serr := d.stream(c, blk, base, verify)
 		if serr != nil {
 			return serr
@@ -294,6 +303,9 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 			}
 		case cRevPackets:
 			dst.RevPackets, err = decodeInts(&d.id, c.enc, st, n, dst.RevPackets)
+			if err == nil && c.flags&flagRatio != 0 {
+				err = d.ratio(h, blk, base, wanted(ids[cPackets], dst.Packets), dst.RevPackets, verify)
+			}
 		case cRevBytes:
 			dst.RevBytes, err = decodeInts(&d.id, c.enc, st, n, dst.RevBytes)
 			if err == nil && c.flags&flagPerPkt != 0 {
@@ -449,6 +461,14 @@ func (h *blockHeader) span(want Column) (lo, hi int) {
 	}
 	if ids[cRevBytes] && h.cols[cRevBytes].flags&flagPerPkt != 0 {
 		ids[cRevPackets] = true
+	}
+	if ids[cRevPackets] && h.cols[cRevPackets].flags&flagRatio != 0 {
+		ids[cPackets] = true
+	}
+	for _, id := range tupleCols {
+		if ids[id] && h.cols[id].enc == encTuple {
+			ids[cDstPort] = true
+		}
 	}
 	lo, hi = h.blockLen, 0
 	for id, ok := range ids[:h.ncols] {

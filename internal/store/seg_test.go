@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // segCases are streams for the segment coder: flat, skewed, constant,
@@ -119,16 +121,25 @@ func TestRadixSort(t *testing.T) {
 // misread. (Real version 1, 2 and 3 blocks are read: TestOldBlocks.)
 func TestBlockVersions(t *testing.T) {
 	e := newTestEncoder(t)
-	b, h := e.encode(nil, newGen(2).window(nil, 200, t0, "x"))
+	recs := newGen(2).window(nil, 200, t0, "x")
+	for i := range recs { // few services: a tuple dictionary
+		if recs[i].Key.Proto != flow.ProtoICMP {
+			recs[i].Key.DstPort = commonPorts[i%3]
+		}
+	}
+	b, h := e.encode(nil, recs)
 	var c Columns
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	if b[12] != 8 || b[13] != 42 {
-		t.Fatalf("version %d with %d columns, want 8 with 42", b[12], b[13])
+	if b[12] != 9 || b[13] != 42 {
+		t.Fatalf("version %d with %d columns, want 9 with 42", b[12], b[13])
 	}
 	if b := h.cols[cBytes].flags; b&flagPerPkt == 0 {
 		t.Fatalf("Bytes flags %#x: the generator's bytes are whole packets, want per-packet", b)
+	}
+	if h.cols[cDstPort].enc != encTuple {
+		t.Fatalf("DstPort encoding %d, want the service tuple (new in version 9)", h.cols[cDstPort].enc)
 	}
 	hl := h.headerLen
 	relabel := func(version, cols byte) []byte {
@@ -139,7 +150,8 @@ func TestBlockVersions(t *testing.T) {
 	}
 	for _, v := range [][2]byte{{0, 41}, {1, 41}, {2, 41}, {3, 41}, {4, 41}, {blockVersion + 1, 41}, {3, 22}, {2, 18}, {4, 22}, {4, 31},
 		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}, {7, 41}, {7, 43}, {8, 41}, {8, 43},
-		{7, 42}} { // {7, 42}: the block's per-packet Bytes flag is new in version 8
+		{9, 41}, {9, 43},
+		{7, 42}, {8, 42}} { // {7, 42}: the block's per-packet Bytes flag is new in version 8; {8, 42}: its tuple in version 9
 		if err := decodeBlock(relabel(v[0], v[1]), true, &c); !errors.Is(err, errCorruptBlock) {
 			t.Errorf("version %d with %d columns: %v, want corrupt", v[0], v[1], err)
 		}
