@@ -27,7 +27,7 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 	start := len(cuts)
 	end := -1
 	switch enc {
-	case encFOR, encDelta:
+	case encFOR, encDelta, encDeltaU:
 		if len(st) >= 17 {
 			end = cut(17, int(st[0]), n)
 		}

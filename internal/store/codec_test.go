@@ -166,11 +166,22 @@ func TestRoundTripEncodings(t *testing.T) {
 			recs[i].End = recs[i].Start + int64(r.IntN(1000)) // short flows: End-Start is 2 bytes, End deltas 3
 		}
 		h := roundTrip(t, e, recs)
-		if h.cols[cStart].enc != encDelta {
-			t.Errorf("sorted start enc %d, want delta", h.cols[cStart].enc)
+		if h.cols[cStart].enc != encDeltaU {
+			t.Errorf("sorted start enc %d, want deltau (non-decreasing: plain differences)", h.cols[cStart].enc)
 		}
 		if h.cols[cEnd].flags&flagEndRel == 0 {
 			t.Errorf("end not stored relative to start")
+		}
+	})
+	t.Run("nearly sorted times", func(t *testing.T) {
+		recs := baseRecs(n)
+		for i := range recs { // jitter of up to 3 steps: some differences are negative
+			recs[i].Start = 1.7e18 + int64(i)*1e6 + int64(r.IntN(3000))*1000
+			recs[i].End = recs[i].Start + 5
+		}
+		h := roundTrip(t, e, recs)
+		if h.cols[cStart].enc != encDelta {
+			t.Errorf("nearly sorted start enc %d, want delta (zigzag differences)", h.cols[cStart].enc)
 		}
 	})
 	t.Run("unsorted times", func(t *testing.T) {

@@ -100,6 +100,8 @@ func encName(enc, comp, flags uint8) string {
 		n = "for"
 	case encDelta:
 		n = "delta"
+	case encDeltaU:
+		n = "deltau"
 	case encDict:
 		n = "dict"
 	case encADict:
