@@ -359,7 +359,7 @@ func (e *blockEncoder) putNATAddr(id int, recs []flow.Record) {
 	}
 	e.addrs = a
 	var enc uint8
-	e.stream, enc = e.at.encodeAddrs(e.stream[:0], a)
+	e.stream, enc = e.at.encodeAddrs(e.stream[:0], a, nil)
 	e.put(id, enc, e.stream, 0, 0, 0)
 }
 
@@ -379,12 +379,8 @@ func (e *blockEncoder) putAddr(id int, a [][16]byte, bl *bloom) {
 	if id == cDstAddr {
 		t = &e.at2
 	}
-	e.stream, enc = t.encodeAddrs(e.stream[:0], a)
+	e.stream, enc = t.encodeAddrs(e.stream[:0], a, bl)
 	e.put(id, enc, e.stream, 0, 0, 0)
-	bl.init(len(t.dict))
-	for i := range t.dict {
-		bl.add(addrKey(&t.dict[i]))
-	}
 }
 
 // putPort encodes port column id from p (the rows' ports) and fills its

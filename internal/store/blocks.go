@@ -30,18 +30,17 @@ type BlockInfo struct {
 // MayContainSrc reports whether the block may hold source address a
 // (16 bytes, IPv4-mapped for IPv4); false means certainly absent.
 func (b *BlockInfo) MayContainSrc(a [16]byte) bool {
-	return b.h.blooms[bloomSrcAddr].has(addrKey(&a))
+	return b.h.blooms[bloomSrcAddr].hasAddr(&a)
 }
 
 // MayContainDst is MayContainSrc for the destination address.
 func (b *BlockInfo) MayContainDst(a [16]byte) bool {
-	return b.h.blooms[bloomDstAddr].has(addrKey(&a))
+	return b.h.blooms[bloomDstAddr].hasAddr(&a)
 }
 
 // MayContainAddr reports whether a may be the source or destination.
 func (b *BlockInfo) MayContainAddr(a [16]byte) bool {
-	k := addrKey(&a)
-	return b.h.blooms[bloomSrcAddr].has(k) || b.h.blooms[bloomDstAddr].has(k)
+	return b.h.blooms[bloomSrcAddr].hasAddr(&a) || b.h.blooms[bloomDstAddr].hasAddr(&a)
 }
 
 // MayContainSrcPort reports whether the block may hold source port p.

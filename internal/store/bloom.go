@@ -102,20 +102,24 @@ func (b *bloom) appendTo(dst []byte) []byte {
 	return dst
 }
 
-// parseBloom reads a filter from p, returning the bytes consumed.
-func parseBloom(p []byte, b *bloom) (int, bool) {
+// parseBloom reads a filter from p, returning the bytes consumed; aset
+// allows an address set (version 9 address filters, codec_aset.go).
+func parseBloom(p []byte, b *bloom, aset bool) (int, bool) {
 	if len(p) < 8 {
 		return 0, false
 	}
 	k := p[0]
 	nw := int(binary.LittleEndian.Uint32(p[4:8]))
-	if k > 16 || nw > maxBloomWord || len(p)-8 < nw*8 || (k == 0 && nw != portBucketWords) {
+	if (k > 16 && !(aset && k == asetKind)) || nw > maxBloomWord || len(p)-8 < nw*8 || (k == 0 && nw != portBucketWords) {
 		return 0, false
 	}
 	b.k = k
 	b.words = make([]uint64, nw)
 	for i := range b.words {
 		b.words[i] = binary.LittleEndian.Uint64(p[8+8*i:])
+	}
+	if k == asetKind && !checkAset(b.words) {
+		return 0, false
 	}
 	return 8 + 8*nw, true
 }

@@ -201,8 +201,22 @@ func getAddrs(st []byte, list [][16]byte) (int, bool) {
 }
 
 // encodeAddrs appends an address column's stream: a frequency-ordered
-// dictionary when that is smaller, else the entries themselves.
-func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
+// dictionary when that is smaller, else the entries themselves. With a
+// filter (bl, the key's address columns) it fills it with the block's
+// distinct addresses: an exact set that the dictionary then refers to
+// (encADictS, codec_aset.go) when the IPv4 ones are dense, else a bloom
+// filter.
+func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte, bl *bloom) (out []byte, enc uint8) {
+	if bl != nil {
+		defer func() {
+			if enc != encADictS {
+				bl.init(len(t.dict))
+				for i := range t.dict {
+					bl.add(addrKey(&t.dict[i]))
+				}
+			}
+		}()
+	}
 	n := len(v)
 	t.build(v)
 	d := len(t.dict)
@@ -220,12 +234,17 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
 	if rawSize+(n+7)/8 <= dictSize {
 		return putAddrs(dst, v, nil), encARaw
 	}
+	if bl != nil {
+		if st, ok := t.putSet(dst, bl); ok {
+			return st, encADictS
+		}
+	}
 	o := t.addrOrder()
 	head := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
 	dst = append(dst, byte(iw))
 	dst = putAddrs(dst, t.dict, o)
-	enc := uint8(encADict)
+	enc = encADict
 	bm := head + 5
 	n4 := 0
 	for _, b := range dst[bm : bm+(d+7)/8] {
@@ -242,11 +261,23 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte) ([]byte, uint8) {
 // (decoded into buf) for a dict-encoded stream, the rows themselves (and
 // idx 0..n-1) for a raw one. With rows it also returns the per-row
 // addresses in dst (resized to n); without, dst comes back empty.
-func decodeAddrs(buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n int, dst [][16]byte, rows bool) ([][16]byte, error) {
+func decodeAddrs(buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n int, dst [][16]byte, rows bool, set *bloom) ([][16]byte, error) {
 	dst = dst[:0]
 	ix := slices.Grow((*idx)[:0], n)[:n]
 	*idx = ix
 	switch enc {
+	case encADictS: // version 9: the IPv4 entries are the header's set (set: the column's filter)
+		if err := decodeAddrsSet(buf, dict, ix, set, st, n); err != nil {
+			return dst, err
+		}
+		if rows {
+			dv := *dict
+			dst = slices.Grow(dst, n)[:n]
+			for i, x := range ix {
+				dst[i] = dv[x]
+			}
+		}
+		return dst, nil
 	case encARaw:
 		list := &dst
 		if !rows {

@@ -44,6 +44,12 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 				end = cut(off, int(st[4]), n)
 			}
 		}
+	case encADictS:
+		if len(st) >= 9 {
+			off := cut(9, 1, int(binary.LittleEndian.Uint32(st[0:4])))
+			off = cut(off, 16, int(binary.LittleEndian.Uint32(st[5:9])))
+			end = cut(off, int(st[4]), n)
+		}
 	case encTuple:
 		if len(st) >= 5 {
 			off := cut(5, tupleEntry, int(binary.LittleEndian.Uint32(st[0:4])))

@@ -108,6 +108,8 @@ func encName(enc, comp, flags uint8) string {
 		n = "adict"
 	case encADictD:
 		n = "adictd"
+	case encADictS:
+		n = "adicts"
 	case encARaw:
 		n = "araw"
 	case encSDict:

@@ -95,14 +95,15 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
 			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
 			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) ||
-			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) {
+			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) ||
+			((c.enc == encADictS || c.enc == encDeltaU) && ver < 9) || (c.enc == encADictS && i != cSrcAddr && i != cDstAddr) {
 			return nil, errCorruptBlock
 		}
 		p = p[dirEntry:]
 	}
 	p = b[fixedHeader+ndir*dirEntry : hl-4]
 	for i := range h.blooms {
-		n, ok := parseBloom(p, &h.blooms[i])
+		n, ok := parseBloom(p, &h.blooms[i], ver >= 9 && i <= bloomDstAddr)
 		if !ok {
 			return nil, errCorruptBlock
 		}

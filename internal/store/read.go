@@ -279,9 +279,9 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		}
 		switch id {
 		case cSrcAddr:
-			dst.SrcAddr, err = decodeAddrs(&dst.srcBuf, &dst.SrcDict, &dst.SrcIdx, c.enc, st, n, dst.SrcAddr, want&ColSrcAddr != 0)
+			dst.SrcAddr, err = decodeAddrs(&dst.srcBuf, &dst.SrcDict, &dst.SrcIdx, c.enc, st, n, dst.SrcAddr, want&ColSrcAddr != 0, &h.blooms[bloomSrcAddr])
 		case cDstAddr:
-			dst.DstAddr, err = decodeAddrs(&dst.dstBuf, &dst.DstDict, &dst.DstIdx, c.enc, st, n, dst.DstAddr, want&ColDstAddr != 0)
+			dst.DstAddr, err = decodeAddrs(&dst.dstBuf, &dst.DstDict, &dst.DstIdx, c.enc, st, n, dst.DstAddr, want&ColDstAddr != 0, &h.blooms[bloomDstAddr])
 		case cIPVersion:
 			dst.IPVersion, err = decodeInts(&d.id, c.enc, st, n, dst.IPVersion)
 		case cSrcPort:
@@ -335,9 +335,9 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		case cSampling:
 			dst.Sampling, err = decodeInts(&d.id, c.enc, st, n, dst.Sampling)
 		case cNATSrcAddr:
-			dst.NATSrcAddr, err = decodeAddrs(&dst.natBuf[0], &dst.natDict[0], &dst.natIdx[0], c.enc, st, n, dst.NATSrcAddr, true)
+			dst.NATSrcAddr, err = decodeAddrs(&dst.natBuf[0], &dst.natDict[0], &dst.natIdx[0], c.enc, st, n, dst.NATSrcAddr, true, nil)
 		case cNATDstAddr:
-			dst.NATDstAddr, err = decodeAddrs(&dst.natBuf[1], &dst.natDict[1], &dst.natIdx[1], c.enc, st, n, dst.NATDstAddr, true)
+			dst.NATDstAddr, err = decodeAddrs(&dst.natBuf[1], &dst.natDict[1], &dst.natIdx[1], c.enc, st, n, dst.NATDstAddr, true, nil)
 		case cNATVersion:
 			dst.NATVersion, err = decodeInts(&d.id, c.enc, st, n, dst.NATVersion)
 		case cNATSrcPort:
