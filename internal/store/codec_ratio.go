@@ -25,15 +25,23 @@ const (
 )
 
 // ratioOf returns the stored value for reverse packets rp given packets
-// p, and whether it fits (zigzag(e) under 2^56).
+// p, and whether it fits (e, a signed difference, with zigzag(e) under
+// 2^56).
 func ratioOf(rp, p uint64) (v uint64, exact, ok bool) {
 	var t uint64
 	if p != 0 && rp < 1<<40 && p < 1<<40 { // the rounding below cannot overflow
 		t = min((4*rp+p)/(2*p), 255)
 	}
-	e := rp - t*p/2 // t·p < 2^48 here (t is 0 otherwise)
-	z := zigzag(e)
-	return z<<8 | t, e == 0, z>>56 == 0
+	b := t * p / 2 // t·p < 2^48 here (t is 0 otherwise)
+	var z uint64
+	if rp >= b {
+		z = (rp - b) << 1 // zigzag of a difference ≥ 0
+		ok = rp-b < 1<<55
+	} else {
+		z = (b-rp)<<1 - 1
+		ok = b-rp <= 1<<55
+	}
+	return z<<8 | t, rp == b, ok
 }
 
 // putRevPackets stores RevPackets as a ratio of Packets (flagRatio) when

@@ -22,7 +22,7 @@ const maxFuzzInput = 4 << 10
 // fuzzSeeds are small blocks of every kind: 1 to 40 rows, every
 // encoding and compression, drops, NAT, enrichment, a block storing only
 // some sparse columns.
-func fuzzSeeds(f *testing.F) [][]byte {
+func fuzzSeeds(f testing.TB) [][]byte {
 	e := newTestEncoder(f)
 	g := newGen(1)
 	var out [][]byte
@@ -57,6 +57,20 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	}
 	add(one)
 	add(withNodes(g.window(nil, 20, t0, "x"), 3, 4)) // nodes: a dictionary with index planes
+	// Version 9's codings: dense IPv4 sources (an address set and adicts),
+	// a few services (a tuple), reverse packets a ratio of packets, and
+	// sorted starts (deltau).
+	v9 := baseRecs(40)
+	for i := range v9 {
+		r := &v9[i]
+		flow.SetAddr4(&r.Key.SrcAddr, []byte{10, 0, 0, byte(i * 3 % 20)})
+		r.Key.DstPort = commonPorts[i%3]
+		r.Packets, r.RevPackets = uint64(1+i%7), uint64(1+i%7)*uint64(1+i%3)/2
+		r.Bytes = r.Packets * 100
+		r.Start += int64(i) * 1e6
+		r.End = r.Start + 5
+	}
+	add(v9)
 	return out
 }
 
