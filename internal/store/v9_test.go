@@ -103,10 +103,10 @@ func TestRatioRoundTrip(t *testing.T) {
 // zero is a malformed stream, never a wrong number or a panic.
 func TestRatioMalformed(t *testing.T) {
 	for _, c := range []struct{ pk, v uint64 }{
-		{math.MaxUint64, 255},            // 255 × p over 2^65
-		{4, 2 | zigzag(^uint64(4))<<8},   // floor(2·4/2) − 5 < 0
+		{math.MaxUint64, 255},                    // 255 × p over 2^65
+		{4, 2 | zigzag(^uint64(4))<<8},           // floor(2·4/2) − 5 < 0
 		{144680345676153346, 255 | zigzag(1)<<8}, // floor(255·p/2) = 2^64-1, + 1
-		{math.MaxUint64 / 2, 2 | 1 << 9}, // p + 1 with p = 2^63-1: fits
+		{math.MaxUint64 / 2, 2 | 1<<9},           // p + 1 with p = 2^63-1: fits
 	} {
 		v := []uint64{c.v}
 		err := unratio(v, []uint64{c.pk})
