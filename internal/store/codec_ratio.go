@@ -15,19 +15,10 @@ import (
 // 0.92 → ~0.25 B/row).
 const flagRatio = 4
 
-// ratioSure is the share of rows (in 1/16) the ratio must explain exactly
-// (e = 0) to be taken without also coding the plain counts; ratioTry the
-// share under which it is not tried at all. Between them both are coded
-// and the smaller kept.
-const (
-	ratioSure = 15
-	ratioTry  = 8
-)
-
 // ratioOf returns the stored value for reverse packets rp given packets
 // p, and whether it fits (e, a signed difference, with zigzag(e) under
 // 2^56).
-func ratioOf(rp, p uint64) (v uint64, exact, ok bool) {
+func ratioOf(rp, p uint64) (v uint64, ok bool) {
 	var t uint64
 	if p != 0 && rp < 1<<40 && p < 1<<40 { // the rounding below cannot overflow
 		t = min((4*rp+p)/(2*p), 255)
@@ -41,50 +32,36 @@ func ratioOf(rp, p uint64) (v uint64, exact, ok bool) {
 		z = (b-rp)<<1 - 1
 		ok = b-rp <= 1<<55
 	}
-	return z<<8 | t, rp == b, ok
+	return z<<8 | t, ok
 }
 
 // putRevPackets stores RevPackets as a ratio of Packets (flagRatio) when
-// that is smaller, else as its plain counts.
+// that is smaller, else as its plain counts. Which is smaller is judged
+// by the bits of the values each way (Σ bit lengths): coding both and
+// keeping the smaller cost 8% of a write.
 func (e *blockEncoder) putRevPackets() {
 	rp, pk := e.cv[cRevPackets], e.cv[cPackets]
 	n := len(rp)
 	u := slices.Grow(e.ratio[:0], n)[:n]
 	e.ratio = u
 	lo, hi := ^uint64(0), uint64(0)
-	exact, fits := 0, true
+	fits := true
+	plainBits, ratioBits := 0, 0
 	for i, r := range rp {
-		v, x, ok := ratioOf(r, pk[i])
+		v, ok := ratioOf(r, pk[i])
 		u[i] = v
 		lo, hi = min(lo, r), max(hi, r)
-		if x {
-			exact++
-		}
+		plainBits += bits.Len64(r)
+		ratioBits += bits.Len64(v>>8) + bits.Len8(uint8(v))
 		fits = fits && ok
 	}
-	if n == 0 || !fits || exact*16 < ratioTry*n {
+	if n == 0 || !fits || ratioBits >= plainBits {
 		e.putCol(cRevPackets, false, false, true)
 		return
 	}
 	var enc uint8
 	e.alt, enc, _, _ = e.ie.encodeInts(e.alt[:0], u, false, false, true)
-	if exact*16 >= ratioSure*n {
-		e.put(cRevPackets, enc, e.alt, lo, hi, flagRatio)
-		return
-	}
-	// Unsure: code both, keep the smaller (the ratio's bytes in comp2).
-	var rdata []byte
-	var rcomp uint8
-	rdata, rcomp, e.comp2 = e.compress(e.comp2, enc, e.alt)
-	var penc, pcomp uint8
-	var pdata []byte
-	e.stream, penc, _, _ = e.ie.encodeInts(e.stream[:0], rp, false, false, true)
-	pdata, pcomp, e.comp = e.compress(e.comp, penc, e.stream)
-	if len(pdata) <= len(rdata) {
-		e.append(cRevPackets, penc, pcomp, pdata, len(e.stream), lo, hi, 0)
-		return
-	}
-	e.append(cRevPackets, enc, rcomp, rdata, len(e.alt), lo, hi, flagRatio)
+	e.put(cRevPackets, enc, e.alt, lo, hi, flagRatio)
 }
 
 // unratio turns a flagRatio column (v, decoded as stored) back into
