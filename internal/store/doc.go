@@ -89,8 +89,8 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (8), u8 column count (42), u16 omitted columns'
-//	      bits 32-47 (versions 5 to 8; 0 before)
+//	12  u8 version (9), u8 column count (42), u16 omitted columns'
+//	      bits 32-47 (versions 5 to 9; 0 before)
 //	16  u32 rows
 //	20  u32 omitted columns' bits 0-31: bit i set = column i is all 0
 //	      ("" for strings, :: for addresses) and has no directory entry
@@ -100,12 +100,28 @@
 //	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
 //	      stored as End-Start; 2, version 8, Bytes and RevBytes only: each
 //	      value is r<<16 | q with the row's bytes = q×packets + r, r under
-//	      packets, packets from Packets or RevPackets), u8 reserved, u32 offset (from block start),
+//	      packets, packets from Packets or RevPackets; 4, version 9,
+//	      RevPackets only: each value is zigzag(e)<<8 | t with the row's
+//	      reverse packets = floor(t×Packets/2) + e; 8, version 9, Proto,
+//	      ICMPType, ICMPCode, TCPFlags and RevTCPFlags only, with encoding
+//	      tuple and no bytes: the values are DstPort's tuples'), u8
+//	      reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
 //	      u64 min, u64 max (numeric columns; int64 bits for Start/End; for
 //	      string columns the shortest and longest string's length)
-//	    four bloom filters (src addr, dst addr, src port, dst port), each
-//	      u8 hash count, 3 reserved bytes, u32 words, words×u64
+//	    four filters (src addr, dst addr, src port, dst port), each
+//	      u8 hash count, 3 reserved bytes, u32 words, words×u64: a bloom
+//	      filter (hash count 1-16), a port bucket bitmap (0, 16 words:
+//	      bit p>>6 set for each port p), or (version 9, the address
+//	      filters; hash count 255) an address set:
+//	        word 0: u32 n4, u32 lo; word 1: u8 L, u8 k6, u16 0, u32 m6;
+//	        word 2: u32 hi, u32 0; then the n4 distinct IPv4 addresses
+//	        (big-endian uint32, lo the least, hi the greatest) exactly:
+//	        L = 255: a bitmap of hi-lo+1 bits (bit v-lo set); L < 32:
+//	        Elias-Fano, ceil(n4×L/64) words of the values' low L bits
+//	        (value i's at bit i×L), then n4 + ((hi-lo)>>L) + 1 bits with
+//	        bit ((v-lo)>>L) + i set for value i; then m6 words, a bloom
+//	        filter with k6 hashes of the other addresses (none: 0, 0)
 //	    u32 CRC32C of the header bytes before it
 //	payload: the columns' stored bytes, back to back, in any order (the
 //	directory's offsets place them)
@@ -127,14 +143,19 @@
 // for nil; a reader rebuilds one shared pointer per distinct workload or
 // service of a block), 41 Node (since version 6: where the record was
 // observed, flow.Record.Node). Addresses are adict, adictd (since
-// version 7) or araw, DropReason
+// version 7), adicts (since version 9; SrcAddr and DstAddr) or araw;
+// DstPort is a tuple (since version 9) or an integer encoding; DropReason
 // and Rule sdict, the workload and service strings and Node sdictl, the
 // others integer encodings. Columns 18 and up are nearly always all zero,
 // and then omitted: they cost no byte. Node is "" (omitted) or one name
 // in nearly every block: a one-entry sdictl without index planes, its
 // directory entry and a few bytes a block.
 //
-// Version 8 has version 7's layout and adds flag 2 (per-packet byte
+// Version 9 has version 8's layout and adds flags 4 (RevPackets as a
+// ratio of Packets) and 8 (columns of the service tuple), the encodings
+// tuple, adicts and deltau, and address sets in the address filters;
+// version 8 blocks are read as they are. Version 8 has version 7's
+// layout and adds flag 2 (per-packet byte
 // counts); version 7 blocks are read as they are. Version 7 has version
 // 6's layout and adds the adictd encoding; version
 // 6 blocks are read as they are. Version 5 blocks (column count 41) are read with Node "". Version 4 blocks (column count 31, bitmap bits 0-30) are read with the
@@ -185,6 +206,21 @@
 //	            the previous IPv4 entry's (mod 2^32; the first's minus 0):
 //	            a block's many once-seen addresses cost a small delta each.
 //	            Chosen over adict when it lowers the planes' entropy
+//	tuple (10)  DstPort only: u32 size (1..rows), u8 index width, the
+//	            distinct (DstPort, Proto, ICMPType, ICMPCode, TCPFlags,
+//	            RevTCPFlags) in descending frequency as 7 byte planes
+//	            (DstPort's two first), index planes (rows). Used when a
+//	            block has at most min(256, rows/7) of them
+//	deltau (11) as delta, but u is the plain difference (every one ≥ 0:
+//	            a non-decreasing column, Start)
+//	adicts (12) SrcAddr and DstAddr, when the block's filter for the
+//	            column is an address set (chosen when the set takes at
+//	            most 12 bits an IPv4 entry): u32 size, u8 index width, u32
+//	            n6, size count classes (u8, the entry's rows up to 255:
+//	            the set's n4 = size-n6 addresses in ascending order, then
+//	            the others), the others as 16 byte planes (n6 each), index
+//	            planes (rows). The dictionary is the entries by class
+//	            descending, within a class in stored order
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy
