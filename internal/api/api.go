@@ -57,8 +57,13 @@ type Config struct {
 	// default the embedded build (package web). NoConsole serves none.
 	Console   fs.FS
 	NoConsole bool
-	Version   string           // weir's version, in /api/v1/meta
-	Now       func() time.Time // the clock relative times use (default time.Now)
+	// InlineMeta puts /api/v1/meta's answer into the console's index.html
+	// (a JSON data block the page reads instead of asking for it): the
+	// console's first query goes out without that round trip. Set it only
+	// when /api/v1/meta needs no token (NewStandalone: no token file).
+	InlineMeta bool
+	Version    string           // weir's version, in /api/v1/meta
+	Now        func() time.Time // the clock relative times use (default time.Now)
 }
 
 // Server is the API's http.Handler.
@@ -116,6 +121,9 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.console = c
+		if cfg.InlineMeta {
+			c.inline = s.inlineMeta
+		}
 	}
 	for _, r := range s.routes() {
 		s.mux.Handle(r.path, s.wrap(r))

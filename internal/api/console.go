@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -26,7 +27,12 @@ type asset struct {
 }
 
 // console serves the web console's files.
-type console struct{ files map[string]*asset }
+type console struct {
+	files map[string]*asset
+	// inline, when set, is what index.html carries before </head> (the
+	// data the page would otherwise ask first), or nil to serve it as built.
+	inline func(*http.Request) []byte
+}
 
 // newConsole reads every file of files into memory (the build is a few
 // hundred kB), with a gzip copy and an ETag each.
@@ -77,6 +83,12 @@ func (c *console) serve(rw http.ResponseWriter, req *http.Request) *Error {
 	h := rw.Header()
 	h.Set("Content-Security-Policy", consoleCSP)
 	h.Set("X-Frame-Options", "DENY")
+	if i := bytes.Index(a.body, []byte("</head>")); p == "/index.html" && c.inline != nil && i >= 0 {
+		if extra := c.inline(req); extra != nil {
+			send(rw, req, a.ctype, slices.Concat(a.body[:i], extra, a.body[i:])) // this visit's own page: no-store, no ETag
+			return nil
+		}
+	}
 	h.Set("Cache-Control", "no-cache") // revalidate: the ETag changes with the build
 	h.Set("ETag", a.etag)
 	h.Add("Vary", "Accept-Encoding")

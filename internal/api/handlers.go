@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -192,11 +193,21 @@ func (s *Server) handleMeta(rw http.ResponseWriter, req *http.Request) *Error {
 	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.QueryTimeout)
 	defer cancel()
 	start := time.Now()
-	h, err := s.cfg.Backend.Holdings(ctx)
+	m, err := s.meta(ctx)
 	if err != nil {
 		return s.fail(ctx, err)
 	}
 	serverTiming(rw, timing{"holdings", time.Since(start)})
+	sendJSON(rw, req, m)
+	return nil
+}
+
+// meta is /api/v1/meta's answer.
+func (s *Server) meta(ctx context.Context) (*meta, error) {
+	h, err := s.cfg.Backend.Holdings(ctx)
+	if err != nil {
+		return nil, err
+	}
 	m := meta{Version: s.cfg.Version, Backend: s.cfg.Backend.Name(), Holdings: h,
 		Sort: []string{"bytes", "packets", "flows", "drop_packets", "drop_bytes"}}
 	m.Attributes.Group = query.GroupAttributes()
@@ -210,8 +221,26 @@ func (s *Server) handleMeta(rw http.ResponseWriter, req *http.Request) *Error {
 	}
 	m.Limits.MaxQueries, m.Limits.MaxRows = s.cfg.MaxQueries, s.cfg.MaxRows
 	m.Limits.QueryTimeoutMS = float64(s.cfg.QueryTimeout.Milliseconds())
-	sendJSON(rw, req, &m)
-	return nil
+	return &m, nil
+}
+
+// inlineMeta is the <script> data block of /api/v1/meta's answer that
+// index.html carries when Config.InlineMeta is set (the console reads it
+// as its meta), or nil when the backend cannot say (the page then asks
+// /api/v1/meta and shows its error). json.Marshal escapes <, > and &, so
+// no value can end the element.
+func (s *Server) inlineMeta(req *http.Request) []byte {
+	ctx, cancel := context.WithTimeout(req.Context(), s.cfg.QueryTimeout)
+	defer cancel()
+	m, err := s.meta(ctx)
+	if err != nil {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return slices.Concat([]byte(`<script id="weir-meta" type="application/json">`), b, []byte("</script>\n"))
 }
 
 func (s *Server) handleHealth(rw http.ResponseWriter, req *http.Request) *Error {

@@ -29,7 +29,10 @@ func (e *ListenError) Unwrap() error { return e.Err }
 
 // NewStandalone builds the Server over cfg.Backend, its metrics (and the
 // backend's, when it has a Collector method) and the listener of lc.
+// Without a token the console's page carries /api/v1/meta's answer
+// (Config.InlineMeta): whoever loads the page may ask for it anyway.
 func NewStandalone(cfg Config, lc httpauth.Config) (*Standalone, error) {
+	cfg.InlineMeta = lc.TokenFile == ""
 	srv, err := New(cfg)
 	if err != nil {
 		return nil, err
