@@ -49,6 +49,8 @@ func BenchmarkAPITop10Day(b *testing.B) {
 		{"sip", "group=sip"},
 		{"talk_conv", "group=talk_conv"},
 		{"dport,proto", "group=dport,proto"},
+		// The console's first view (web/src/main.ts): the top 10, their series and the totals per 10-minute bin.
+		{"topseries", "group=sip&sort=bytes:sum&resolution=600s"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			srv, err := New(Config{Backend: NewStoreBackend(st, nil), NoConsole: true})
@@ -57,7 +59,11 @@ func BenchmarkAPITop10Day(b *testing.B) {
 			}
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
-			url := ts.URL + "/api/v1/query?" + c.params + "&limit=10&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z"
+			path := "/api/v1/query?"
+			if c.name == "topseries" {
+				path = "/api/v1/topseries?"
+			}
+			url := ts.URL + path + c.params + "&limit=10&from=2026-01-01T00:00:00Z&to=2026-01-02T00:00:00Z"
 			get := func() {
 				resp, err := ts.Client().Get(url)
 				if err != nil {

@@ -128,17 +128,12 @@ func (s *Server) handleTopSeries(rw http.ResponseWriter, req *http.Request) *Err
 		seriesJSON = b.Bytes()
 	}
 	ran := time.Now()
-	body, err := json.MarshalIndent(struct {
-		Top    json.RawMessage `json:"top"`
-		Series json.RawMessage `json:"series"`
-		Totals json.RawMessage `json:"totals"`
-	}{topJSON.Bytes(), seriesJSON, totalsJSON.Bytes()}, "", "  ")
-	if err != nil {
-		return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
-	}
+	// The parts as /api/v1/query writes them, side by side: not indented again (~0.4 MB for a day's series, on the
+	// first paint's path).
+	body := slices.Concat([]byte(`{"top": `), topJSON.Bytes(), []byte(`, "series": `), seriesJSON, []byte(`, "totals": `), totalsJSON.Bytes(), []byte("}\n"))
 	serverTiming(rw, timing{"queue", start.Sub(queued)}, timing{"top", queried.Sub(start)}, timing{"series", ran.Sub(queried)},
 		timing{"encode", time.Since(ran)})
-	send(rw, req, "application/json", append(body, '\n'))
+	send(rw, req, "application/json", body)
 	return nil
 }
 
