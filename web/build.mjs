@@ -67,8 +67,8 @@ await esbuild.build({
 const staticChunks = [...readFileSync(join(dist, "app.js"), "utf8").matchAll(/(?:^|;)import\{[^}]*\}from"\.\/(chunk-[A-Z0-9]+\.js)"/g)].map((m) => m[1]);
 const html = readFileSync(join(root, "src/index.html"), "utf8");
 const preload = staticChunks.map((c) => `<link rel="modulepreload" href="${c}">\n`).join("");
-if (!html.includes('<script type="module" src="app.js"></script>\n')) throw new Error("index.html: no app.js script tag to preload beside");
-writeFileSync(join(dist, "index.html"), html.replace('<script type="module" src="app.js"></script>\n', (t) => t + preload));
+if (!html.includes('<script type="module" src="app.js" blocking="render"></script>\n')) throw new Error("index.html: no app.js script tag to preload beside");
+writeFileSync(join(dist, "index.html"), html.replace('<script type="module" src="app.js" blocking="render"></script>\n', (t) => t + preload));
 let licences = "weir's console bundles these libraries (app.js and its chunks):\n";
 for (const [name, file] of [["echarts", "LICENSE"], ["echarts", "NOTICE"], ["zrender", "LICENSE"], ["tslib", "LICENSE.txt"]]) {
   const pkg = JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8"));

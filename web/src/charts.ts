@@ -62,51 +62,70 @@ export class TimeChart {
   }
 
   render(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number]): void {
-    const text = cssVar("--muted"), grid = cssVar("--grid");
-    this.chart.setOption(
-      {
-        animation: false,
-        useUTC: true,
-        grid: { left: 8, right: 16, top: 16, bottom: 8, containLabel: true },
-        tooltip: {
-          trigger: "axis",
-          ...tooltipStyle(),
-          formatter: (params: unknown) => {
-            const ps = (params as { seriesIndex: number; value: [number, number] }[]).filter((p) => p.value[1] > 0);
-            const t = ps.length > 0 ? new Date(ps[0].value[0]) : null;
-            const lines = ps.sort((a, b) => b.value[1] - a.value[1]).map((p) => ({
-              color: series[p.seriesIndex].color, name: series[p.seriesIndex].name, value: format(p.value[1]),
-            }));
-            return tooltipBox(t ? t.toISOString().replace(".000Z", "Z").replace("T", " ") : "", lines);
-          },
-        },
-        xAxis: {
-          type: "time", min: range[0], max: range[1],
-          axisLabel: {
-            color: text, hideOverlap: true,
-            formatter: { year: "{MMM} {d}", month: "{MMM} {d}", day: "{MMM} {d}", hour: "{HH}:{mm}", minute: "{HH}:{mm}", second: "{HH}:{mm}:{ss}" },
-          }, axisLine: { lineStyle: { color: grid } }, splitLine: { show: false },
-        },
-        yAxis: {
-          type: "value", axisLabel: { color: text, formatter: (v: number) => format(v) },
-          splitLine: { lineStyle: { color: grid } },
-        },
-        series: series.map((s) => ({
-          type: "line", name: s.name, data: s.points, showSymbol: false, step: false, color: s.color,
-          stack: stacked ? "total" : undefined,
-          lineStyle: { width: stacked ? 0.8 : 1.6 },
-          areaStyle: stacked ? { opacity: s.name === "Other" ? 0.35 : 0.85 } : undefined,
-          emphasis: { focus: "series" },
-        })),
-      },
-      { notMerge: true },
-    );
+    this.chart.setOption(timeOption(series, stacked, format, range), { notMerge: true });
     this.el.dataset.series = String(series.length);
     const drawn = series.flatMap((s) => s.points.filter((p) => p[1] !== null)); // zeros too: a gap is null
     this.el.dataset.points = String(drawn.filter((p) => p[1]! > 0).length);
     this.el.dataset.first = String(Math.min(...drawn.map((p) => p[0]))); // the first and last times drawn (ms)
     this.el.dataset.last = String(Math.max(...drawn.map((p) => p[0])));
   }
+
+  /**
+   * warm draws a made-up chart of the first view's shape (n stacked series of bins points over a time axis) on a
+   * canvas of the chart's size outside the page, then drops it: ECharts' first drawing runs its code cold (compiled
+   * on first use, ~200 ms on a small machine), and this pays for that while the server works, not after the answer.
+   */
+  warm(n: number, bins: number): void {
+    const box = document.createElement("div");
+    const chart = echarts.init(box, undefined, { renderer: "canvas", width: this.el.clientWidth || 800, height: this.el.clientHeight || 300 });
+    const t0 = Date.UTC(2026, 0, 1), step = 600e3;
+    const series = Array.from({ length: n }, (_, i): Series => ({
+      name: `warm ${i}`, color: palette()[i % seriesCount],
+      points: Array.from({ length: bins }, (_, b): [number, number | null] => [t0 + b * step, b === 0 ? null : (i + 1) * (1 + Math.sin(b / 7))]),
+    }));
+    chart.setOption(timeOption(series, true, (v) => v.toFixed(0), [t0, t0 + bins * step]), { notMerge: true });
+    chart.dispose();
+  }
+}
+
+/** timeOption is the time chart's ECharts option. */
+function timeOption(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number]): echarts.EChartsCoreOption {
+  const text = cssVar("--muted"), grid = cssVar("--grid");
+  return {
+    animation: false,
+    useUTC: true,
+    grid: { left: 8, right: 16, top: 16, bottom: 8, containLabel: true },
+    tooltip: {
+      trigger: "axis",
+      ...tooltipStyle(),
+      formatter: (params: unknown) => {
+        const ps = (params as { seriesIndex: number; value: [number, number] }[]).filter((p) => p.value[1] > 0);
+        const t = ps.length > 0 ? new Date(ps[0].value[0]) : null;
+        const lines = ps.sort((a, b) => b.value[1] - a.value[1]).map((p) => ({
+          color: series[p.seriesIndex].color, name: series[p.seriesIndex].name, value: format(p.value[1]),
+        }));
+        return tooltipBox(t ? t.toISOString().replace(".000Z", "Z").replace("T", " ") : "", lines);
+      },
+    },
+    xAxis: {
+      type: "time", min: range[0], max: range[1],
+      axisLabel: {
+        color: text, hideOverlap: true,
+        formatter: { year: "{MMM} {d}", month: "{MMM} {d}", day: "{MMM} {d}", hour: "{HH}:{mm}", minute: "{HH}:{mm}", second: "{HH}:{mm}:{ss}" },
+      }, axisLine: { lineStyle: { color: grid } }, splitLine: { show: false },
+    },
+    yAxis: {
+      type: "value", axisLabel: { color: text, formatter: (v: number) => format(v) },
+      splitLine: { lineStyle: { color: grid } },
+    },
+    series: series.map((s) => ({
+      type: "line", name: s.name, data: s.points, showSymbol: false, step: false, color: s.color,
+      stack: stacked ? "total" : undefined,
+      lineStyle: { width: stacked ? 0.8 : 1.6 },
+      areaStyle: stacked ? { opacity: s.name === "Other" ? 0.35 : 0.85 } : undefined,
+      emphasis: { focus: "series" },
+    })),
+  };
 }
 
 export interface Link {

@@ -1,6 +1,9 @@
 // Human units, names and the query language's quoting, as weir's CLI
 // writes them.
 
+/** en formats numbers with thousands separators: one formatter (toLocaleString builds one per call, slow on a cold page). */
+const en = new Intl.NumberFormat("en-US");
+
 const binary = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 const decimal = ["k", "M", "G", "T", "P", "E"];
 
@@ -18,7 +21,7 @@ export function bytes(n: number): string {
 
 /** count renders a count with SI prefixes above 10,000: 12.3 k. */
 export function count(n: number): string {
-  if (n < 10000) return n >= 100 || Number.isInteger(n) ? Math.round(n).toLocaleString("en-US") : n.toFixed(n < 10 ? 2 : 1);
+  if (n < 10000) return n >= 100 || Number.isInteger(n) ? en.format(Math.round(n)) : n.toFixed(n < 10 ? 2 : 1);
   let f = n;
   let i = -1;
   while (f >= 1000 && i < decimal.length - 1) {
@@ -30,7 +33,7 @@ export function count(n: number): string {
 
 /** exact renders an integer with thousands separators: 1,234,567. */
 export function exact(n: number): string {
-  return n.toLocaleString("en-US");
+  return en.format(n);
 }
 
 /** rate renders a per-second value of metric m. */

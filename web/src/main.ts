@@ -31,6 +31,7 @@ function loadCharts(): Promise<void> {
   return charts;
 }
 let loadSeq = 0;
+let warmed = false; // the time chart's code has run once (TimeChart.warm)
 let inflight: AbortController | null = null;
 let refreshTimer = 0;
 let liveTimer = 0;
@@ -134,12 +135,18 @@ function notice(text: string, action?: [string, () => void]): void {
   }
 }
 
-function showStoredDay(): void {
-  if (!meta.last) return;
+/** storedDay is the view of the store's last day (a little more, to show all of it), when it holds flows. */
+function storedDay(): Partial<View> | null {
+  if (!meta.last) return null;
   const to = Math.ceil(Date.parse(meta.last) / 3600e3) * 3600e3;
   const first = meta.first ? Math.floor(Date.parse(meta.first) / 3600e3) * 3600e3 : to;
-  const from = Math.max(Math.min(first, to - 86400e3), to - 86400e3 - 3 * 3600e3); // a day, a little more to show all of it
-  setView({ range: "", from: new Date(from).toISOString(), to: new Date(to).toISOString() }, true, true);
+  const from = Math.max(Math.min(first, to - 86400e3), to - 86400e3 - 3 * 3600e3);
+  return { range: "", from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+}
+
+function showStoredDay(): void {
+  const day = storedDay();
+  if (day) setView(day, true, true);
 }
 
 async function load(): Promise<void> {
@@ -164,6 +171,13 @@ async function load(): Promise<void> {
   const viewP = handled(getJSON<TopSeries>("/api/v1/topseries",
     params({ group: view.group.join(","), limit: String(view.limit), sort, resolution: res }, from, to, cond), ctl.signal));
   const chartsP = loadCharts();
+  if (!warmed) {
+    // The first time, while the server works: ECharts' first drawing, done once on a made-up chart of this shape.
+    warmed = true;
+    let answered = false;
+    viewP.then(() => (answered = true), () => (answered = true));
+    void chartsP.then(() => answered || seq !== loadSeq || timeChart.warm(view.limit + 1, Math.round((to - from) / (step * 1000))));
+  }
   try {
     const { top, series, totals } = await viewP;
     if (seq !== loadSeq) return;
@@ -364,34 +378,53 @@ function handled<T>(p: Promise<T>): Promise<T> {
   return p;
 }
 
+/** inlineMeta is the copy of /api/v1/meta's answer the server put into the page (index.html's weir-meta), if any. */
+function inlineMeta(): Meta | null {
+  const text = document.getElementById("weir-meta")?.textContent;
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as Meta;
+  } catch {
+    return null; // ask the API instead
+  }
+}
+
 async function main(): Promise<void> {
   onTokenRequired(askToken);
-  // The first request starts before anything else: the page's critical path is meta → top-N → series.
-  const metaP = getJSON<Meta>("/api/v1/meta");
+  // The page's critical path is meta → the view's query: with meta in the page (a server without a token puts it
+  // there) the query goes out first thing, else meta's request does. The page's first rendering waits for this
+  // script (index.html: blocking="render"), so the controls are filled by then and laid out once.
+  const inline = inlineMeta();
+  const metaP = inline ? null : getJSON<Meta>("/api/v1/meta");
+  if (!inline) {
+    theme(); // the page renders while meta is on its way
+    try {
+      meta = await metaP!;
+    } catch (e) {
+      notice(e instanceof Error ? e.message : String(e));
+      document.body.dataset.state = "error";
+      return;
+    }
+  } else meta = inline;
+  view = fromURL(location.search, meta.attributes.group);
+  const explicit = /[?&](range|from|to)=/.test(location.search);
+  const day = storedDay();
+  if (!explicit && day && Date.parse(meta.last!) < span(view, Date.now())[0]) {
+    // Nothing in the default range: open on the data there is.
+    hint = `Nothing stored in the last ${view.range}: the store's latest flow is at ${when(meta.last!)}, showing the last stored day.`;
+    view = { ...view, ...day };
+    history.pushState(null, "", toURL(view));
+  }
+  const loaded = load(); // the queries go out before anything else is set up
   theme();
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", theme);
   filterBar = new FilterBar($("filter-bar"), (text) => setView({ filter: text }, true));
-  try {
-    meta = await metaP;
-  } catch (e) {
-    notice(e instanceof Error ? e.message : String(e));
-    document.body.dataset.state = "error";
-    return;
-  }
   filterBar.setNames(meta.attributes.condition_names);
   $("span-info").textContent = meta.first && meta.last
     ? `${meta.backend} · ${when(meta.first)} → ${when(meta.last)}`
     : `${meta.backend}: empty`;
-  view = fromURL(location.search, meta.attributes.group);
-  const explicit = /[?&](range|from|to)=/.test(location.search);
   bind();
   scheduleRefresh();
-  if (!explicit && meta.last && Date.parse(meta.last) < span(view, Date.now())[0]) {
-    hint = `Nothing stored in the last ${view.range}: the store's latest flow is at ${when(meta.last)}, showing the last stored day.`;
-    showStoredDay(); // open on the data there is (setView fills the controls)
-    return;
-  }
-  const loaded = load(); // the queries go out before the controls are filled
   syncControls();
   await loaded;
 }

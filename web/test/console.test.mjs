@@ -71,6 +71,9 @@ try {
   results.first_table_ms = Math.round(marks["weir-table"]);
   results.first_paint_ms = Math.round(Math.max(marks["weir-table"], marks["weir-chart"]));
   results.ready_ms = Math.round(marks["weir-ready"]);
+  // weir serve without a token puts meta into the page: its first request is the view's query, and no /api/v1/meta.
+  const asked = await page.evaluate(() => performance.getEntriesByType("resource").map((r) => new URL(r.name).pathname).filter((p) => p.startsWith("/api/")));
+  check(asked[0] === "/api/v1/topseries" && !asked.includes("/api/v1/meta"), `the page asked ${asked.join(", ")}; meta should be in the page`);
   let top = await rows(page);
   check(top.length === 10, `default view: ${top.length} rows, want 10`);
   check(top[0] === topAll, `default view: top talker ${top[0]}, the CLI says ${topAll}`);
