@@ -73,7 +73,8 @@ export class TimeChart {
   /**
    * warm draws a made-up chart of the first view's shape (n stacked series of bins points over a time axis) on a
    * canvas of the chart's size outside the page, then drops it: ECharts' first drawing runs its code cold (compiled
-   * on first use, ~200 ms on a small machine), and this pays for that while the server works, not after the answer.
+   * on first use: 250-440 ms against 77-101 ms warm on a loaded 2-core machine), and this pays for that while the
+   * server works, not after the answer.
    */
   warm(n: number, bins: number): void {
     const box = document.createElement("div");
