@@ -13,7 +13,8 @@ import (
 
 // TestCollectAPIAddr: weir collect --api-addr answers the HTTP API of
 // 'weir serve' from its own store while it runs: records exported to it
-// are queried back by interface; without a store it is a usage error.
+// are queried back by interface, and the console's page carries meta (no
+// token); without a store it is a usage error.
 func TestCollectAPIAddr(t *testing.T) {
 	free := func(network string) string {
 		if network == "udp" {
@@ -63,6 +64,10 @@ func TestCollectAPIAddr(t *testing.T) {
 			t.Fatalf("the collected records never showed in the API: %d %s\n%s", code, body, <-done)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Without a token the console's page carries meta (api.Config.InlineMeta).
+	if code, page := get("/"); code != 200 || !strings.Contains(page, `<script id="weir-meta" type="application/json">{`) {
+		t.Errorf("the console's page: %d, no meta in it", code)
 	}
 	// The agent holds SIGTERM from its start: it ends the collection.
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {

@@ -60,7 +60,8 @@ func (a *apiListener) serve(o *opened, p Producer, version string) error {
 			return recs, err
 		}
 	}
-	srv, err := api.New(api.Config{Backend: api.NewStoreBackend(o.store, live), QueryWorkers: 1, Version: version})
+	// Without a token whoever loads the console may ask for meta: the page carries it (api.Config.InlineMeta).
+	srv, err := api.New(api.Config{Backend: api.NewStoreBackend(o.store, live), QueryWorkers: 1, Version: version, InlineMeta: a.ln.Token == nil})
 	if err != nil {
 		return err
 	}
