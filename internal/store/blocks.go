@@ -220,7 +220,7 @@ func (s *Store) refreshOnce(pd partDir, again bool) *readPart {
 	if errors.Is(err, errBadIndex) {
 		if s.markOnce(dir, -1) {
 			s.corruptIndexes.Add(1)
-			s.warn("index of " + safePath(dir) + " failed its checksum; blocks recovered by scanning the data file")
+			s.warn("index of " + safePath(dir) + " " + indexWhy(err) + "; blocks recovered by scanning the data file")
 		}
 		for _, g := range gaps {
 			s.markCorrupt(dir, g.off, g.end-g.off, -1, g.why)

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -192,22 +191,17 @@ func (c *checker) part(pd partDir) error {
 
 // index reads d's index; why is "" when it is sound.
 func (c *checker) index(d *dirH) (x *index, why string) {
-	f, err := d.open(indexName, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
+	x, perr, err := loadIndex(d)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, "missing"
-	}
-	if err != nil {
+	case err != nil:
 		return nil, whyNot(err)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxIndexSize+1))
-	f.Close()
-	if err != nil {
-		return nil, "unreadable: " + err.Error()
-	}
-	if len(b) > maxIndexSize {
-		return nil, fmt.Sprintf("larger than %d bytes", maxIndexSize)
-	}
-	if x, err = parseIndex(b); err != nil {
+	case errors.Is(perr, errTornIndex):
+		return nil, "cut short inside its last record (a crash while committing, or a file cut)"
+	case perr != nil && perr != errBadIndex:
+		return nil, strings.TrimPrefix(perr.Error(), errBadIndex.Error()+": ")
+	case perr != nil:
 		return nil, "checksum or structure damaged"
 	}
 	return x, ""

@@ -34,7 +34,7 @@ func newDamageFixture(t *testing.T) *damageFixture {
 	f.dataB, _ = os.ReadFile(f.data)
 	f.idxB, _ = os.ReadFile(f.idx)
 	var err error
-	if f.x, err = parseIndex(f.idxB); err != nil || len(f.x.entries) != 3 {
+	if f.x, err = parseIndexFile(f.idxB); err != nil || len(f.x.entries) != 3 {
 		t.Fatal("index", err)
 	}
 	return f
@@ -210,7 +210,7 @@ func TestWriterOpensCutPartition(t *testing.T) {
 	sameRows(t, rows, append(f.rows(func(b int) bool { return b != 2 }), more...))
 	// The new block follows block 1 directly: no zeros where the cut block was.
 	ix, _ := os.ReadFile(f.idx)
-	x, err := parseIndex(ix)
+	x, err := parseIndexFile(ix)
 	if err != nil || len(x.entries) != 3 || x.entries[2].off != e[2].off {
 		t.Fatalf("index after the writer: %v %+v", err, x)
 	}

@@ -240,15 +240,29 @@
 // only when needed, lets the first start later and leaves gaps (pruned
 // blocks, damage a repair left in place), entries still ascending and
 // not overlapping. The committed data length is the end of the last
-// block.
+// block. Journal records follow it, one a writeout (indexio.go):
+//
+//	"WIXJ", u64 generation (the previous one's + 1), u64 committed data
+//	length, u32 entries, entries × 40 bytes (as above, after the last
+//	block), u32 CRC32C of the whole file before this field.
+//
+// An index without records (any weir's) reads as before; a weir older
+// than the journal reads one with records as damaged and rebuilds it by
+// scanning the data file.
 //
 // # Safety
 //
-// A writeout appends blocks to the data file, fsyncs it, then writes the new
-// index to a temp file, fsyncs it, renames it over the index and fsyncs the
-// directory. Readers use only blocks listed in the index they loaded, so they
-// never see a block in flight; the writer truncates uncommitted tails when it
-// reopens a partition.
+// A writeout appends blocks to the data file, fsyncs it, then appends a
+// journal record to the index and fsyncs that (a partition's first commit,
+// every 256th, prune and repair instead write the whole index to a temp
+// file, fsync it, rename it over the index and fsync the directory).
+// Readers use only blocks listed in the index they loaded, so they never
+// see a block in flight; the writer truncates uncommitted tails when it
+// reopens a partition. An index ending in a record cut short (a crash
+// inside an append; a reader reads it again first, in case it raced the
+// append) is rebuilt by scanning like a damaged one: the blocks of the
+// cut record are kept, being intact. A failed append is cut back off the
+// index before the writer retries its rows.
 //
 // Damage is never silent. A block whose header fails its CRC or does not
 // match its index entry, or that lies past the end of its (cut) file, is

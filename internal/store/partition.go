@@ -112,6 +112,12 @@ type index struct {
 	dataLen int64
 	iface   string
 	entries []indexEntryT
+	// The index file as read or written (indexio.go): its sound length
+	// (base and journal records), the CRC32C of those bytes, and the
+	// journal records among them. fileLen 0: not known (rebuilt by a scan).
+	fileLen int64
+	crc     uint32
+	nrec    int
 }
 
 func (x *index) marshal() []byte {

@@ -418,7 +418,7 @@ func (s *Store) surveyOnOpen() int64 {
 		total += measure(d)
 		x, gaps, err := readIndex(d)
 		if errors.Is(err, errBadIndex) {
-			s.badIndex(pd.path, x, gaps)
+			s.badIndex(pd.path, x, gaps, err)
 		}
 		if x != nil {
 			var size int64 = -1

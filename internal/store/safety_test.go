@@ -54,7 +54,7 @@ func TestCorruption(t *testing.T) {
 	dataPath, idxPath := filepath.Join(part, dataName), filepath.Join(part, indexName)
 	data, _ := os.ReadFile(dataPath)
 	idx, _ := os.ReadFile(idxPath)
-	x, err := parseIndex(idx)
+	x, err := parseIndexFile(idx)
 	if err != nil || len(x.entries) != 3 {
 		t.Fatal("index", err)
 	}

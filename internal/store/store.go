@@ -176,6 +176,7 @@ type Store struct {
 	clock        uint64 // Write calls, for least-recently-written
 	benc         blockEncoder
 	buf          []byte
+	jbuf         []byte   // an index journal record
 	sortKeys     []uint64 // writeout scratch: rows ordered by Start
 	sortTmp      []uint64
 	sorted       []flow.Record

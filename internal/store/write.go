@@ -28,6 +28,7 @@ type wpart struct {
 	dir                string // path, for messages
 	d                  *dirH  // the partition directory, open with f
 	f                  *os.File
+	xf                 *os.File // the index, open for journal appends (nil: the next commit rewrites it)
 	idx                *index
 	pend               []flow.Record
 	minStart, maxStart int64
@@ -317,12 +318,15 @@ func (s *Store) openPart(p *wpart) error {
 	case errors.Is(err, os.ErrNotExist):
 		x = &index{epoch: newEpoch()}
 	case errors.Is(err, errBadIndex):
-		s.badIndex(p.dir, x, gaps)
+		s.badIndex(p.dir, x, gaps, err)
 	case err != nil:
 		d.close()
 		return err
 	}
 	x.iface = p.key.iface
+	// A temp index a crash left behind (or a link there) is removed here:
+	// commits append to the index, and only some rewrite it whole.
+	_ = d.remove(indexTemp)
 	f, err := d.open(dataName, os.O_RDWR|os.O_CREATE, s.fPerm)
 	if err != nil {
 		d.close()
@@ -349,7 +353,7 @@ func (s *Store) openPart(p *wpart) error {
 }
 
 // badIndex counts and says an index rebuilt by scanning.
-func (s *Store) badIndex(dir string, x *index, gaps []gap) {
+func (s *Store) badIndex(dir string, x *index, gaps []gap, err error) {
 	if !s.markOnce(dir, -1) {
 		return
 	}
@@ -358,10 +362,18 @@ func (s *Store) badIndex(dir string, x *index, gaps []gap) {
 	for _, e := range x.entries {
 		rows += e.rows
 	}
-	s.warn(fmt.Sprintf("index of %s failed its checksum; rebuilt from the %d intact blocks (%s records) of the data file", safePath(dir), len(x.entries), commas(int64(rows))))
+	s.warn(fmt.Sprintf("index of %s %s; rebuilt from the %d intact blocks (%s records) of the data file", safePath(dir), indexWhy(err), len(x.entries), commas(int64(rows))))
 	for _, g := range gaps {
 		s.markCorrupt(dir, g.off, g.end-g.off, -1, g.why)
 	}
+}
+
+// indexWhy says why an index was rebuilt by scanning.
+func indexWhy(err error) string {
+	if errors.Is(err, errTornIndex) {
+		return "ends in a journal record cut short (a crash while committing, or a file cut)"
+	}
+	return "failed its checksum"
 }
 
 // cutPastEnd drops the index entries of blocks that end past the data
@@ -385,6 +397,10 @@ func (s *Store) cutPastEnd(d *dirH, dir string, x *index, size int64) (*index, e
 
 // closePart releases p's files (its buffered rows stay).
 func (s *Store) closePart(p *wpart) {
+	if p.xf != nil {
+		p.xf.Close()
+		p.xf = nil
+	}
 	if p.f != nil {
 		p.f.Close()
 		p.d.close()
@@ -428,10 +444,9 @@ func (s *Store) appendBlocks(p *wpart) error {
 			err = p.f.Sync()
 		}
 	}
-	var isz int
 	if err == nil {
 		if err = s.inject("index", p.dir); err == nil {
-			isz, err = writeIndex(p.d, nx, !s.cfg.NoSync, s.fPerm)
+			err = s.commitIndex(p, x, nx)
 		}
 	}
 	if s.abandoned.Load() {
@@ -441,17 +456,42 @@ func (s *Store) appendBlocks(p *wpart) error {
 		s.closePart(p) // reopening truncates to the committed length
 		return err
 	}
-	oldIdx := 0
-	if x.gen > 0 {
-		oldIdx = len(x.marshal())
-	}
 	p.idx = nx
 	p.written = true
 	s.blocksWritten.Add(int64(len(nx.entries) - len(x.entries)))
 	s.rowsWritten.Add(int64(len(p.pend)))
 	s.bytesWritten.Add(wrote)
-	s.bytesOnDisk.Add(wrote + int64(isz-oldIdx))
+	s.bytesOnDisk.Add(wrote + nx.fileLen - x.fileLen)
 	return nil
+}
+
+// commitIndex commits nx, which is x and the blocks just appended and
+// fsynced: by a journal record appended to the index and fsynced, or, for
+// a partition's first commit, after maxJournal records, or when the index
+// file is not exactly what the writer last committed, by rewriting the
+// index whole (temp file, fsync, rename, directory fsync).
+func (s *Store) commitIndex(p *wpart, x, nx *index) error {
+	sync := !s.cfg.NoSync
+	nx.fileLen, nx.crc, nx.nrec = x.fileLen, x.crc, x.nrec
+	if p.xf == nil && x.fileLen > 0 && x.nrec < maxJournal {
+		p.xf = openJournal(p.d, x.fileLen)
+	}
+	if p.xf != nil && x.nrec < maxJournal {
+		var err error
+		if s.jbuf, err = appendJournal(p.xf, nx, len(x.entries), sync, s.jbuf,
+			func() error { return s.inject("index sync", p.dir) }); err == nil {
+			return nil
+		}
+		p.xf.Close()
+		p.xf = nil
+		return err
+	}
+	if p.xf != nil {
+		p.xf.Close() // the rename below replaces the file it has open
+		p.xf = nil
+	}
+	_, err := writeIndex(p.d, nx, sync, s.fPerm)
+	return err
 }
 
 // encodeWarnings says what the last encode had to cut.
