@@ -2,7 +2,6 @@ package store
 
 import (
 	"cmp"
-	"math"
 	"math/bits"
 	"slices"
 
@@ -14,40 +13,52 @@ import (
 // a few bits a row (random nanosecond Starts cost 5 bytes a row each for
 // Start and End; at 1 ms, sorted, about 1 and 2.3). Readers get rows in
 // Start order. It sorts 16-byte (Start, index) pairs and then moves each
-// record once, not 100-byte records at every swap.
-func (s *Store) prepare(recs []flow.Record) []flow.Record {
+// record once, not 100-byte records at every swap. sorted says recs
+// arrived in Start order, and lo and hi are their least and greatest
+// Start (Write keeps all three as rows go in), so one pass rounds the
+// times and makes the sort keys.
+func (s *Store) prepare(recs []flow.Record, sorted bool, lo, hi int64) []flow.Record {
 	prec := int64(s.cfg.TimePrecision)
-	sorted := true
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	if prec > 1 {
+		lo, hi = floorTo(lo, prec), floorTo(hi, prec)
+	}
+	// Sort (Start, index) packed in one uint64 when the block's Start span
+	// in precision units fits beside the row index: a plain integer sort,
+	// stable by construction. Otherwise sort indexes by Start, stably.
+	unit := uint64(max(prec, 1))
+	if uint64(hi-lo) < 1<<(64-idxBits) {
+		unit = 1 // no division needed to fit
+	}
+	packed := !sorted && hi >= lo && uint64(hi-lo)/unit < 1<<(64-idxBits) && len(recs) <= 1<<idxBits
+	var keys []uint64
+	if packed {
+		keys = slices.Grow(s.sortKeys[:0], len(recs))[:len(recs)]
+		s.sortKeys = keys
+	}
 	for i := range recs {
 		r := &recs[i]
 		if prec > 1 {
 			r.Start = floorTo(r.Start, prec)
 			r.End = -floorTo(-r.End, prec) // ceiling
 		}
-		sorted = sorted && (i == 0 || recs[i-1].Start <= r.Start)
-		lo, hi = min(lo, r.Start), max(hi, r.Start)
+		if packed {
+			if r.Start < lo || r.Start > hi { // not the span Write saw: sort the slow way
+				packed = false
+				continue
+			}
+			keys[i] = uint64(r.Start-lo)/unit<<idxBits | uint64(i)
+		}
 	}
 	if sorted {
 		return recs
 	}
-	// Sort (Start, index) packed in one uint64 when the block's Start span
-	// in precision units fits beside the row index: a plain integer sort,
-	// stable by construction. Otherwise sort indexes by Start, stably.
-	keys := slices.Grow(s.sortKeys[:0], len(recs))[:len(recs)]
-	s.sortKeys = keys
-	unit := uint64(max(prec, 1))
-	if uint64(hi-lo) < 1<<(64-idxBits) {
-		unit = 1 // no division needed to fit
-	}
 	mask := uint64(1)<<idxBits - 1
-	if uint64(hi-lo)/unit < 1<<(64-idxBits) && len(recs) <= 1<<idxBits {
-		for i := range recs {
-			keys[i] = uint64(recs[i].Start-lo)/unit<<idxBits | uint64(i)
-		}
+	if packed {
 		s.sortTmp = slices.Grow(s.sortTmp[:0], len(keys))[:len(keys)]
 		keys = radixSort(keys, s.sortTmp, idxBits)
 	} else {
+		keys = slices.Grow(s.sortKeys[:0], len(recs))[:len(recs)]
+		s.sortKeys = keys
 		for i := range keys {
 			keys[i] = uint64(i)
 		}

@@ -31,7 +31,8 @@ type wpart struct {
 	xf                 *os.File // the index, open for journal appends (nil: the next commit rewrites it)
 	idx                *index
 	pend               []flow.Record
-	minStart, maxStart int64
+	minStart, maxStart int64     // of pend's Starts
+	sorted             bool      // pend is in Start order
 	written            bool      // a block was committed since the last periodic writeout
 	used               uint64    // s.clock when rows last went in
 	retryAt            time.Time // its own failure backoff (a cause of this partition only)
@@ -98,8 +99,9 @@ func (s *Store) Write(recs []flow.Record) error {
 			continue
 		}
 		if n == 0 {
-			p.minStart, p.maxStart = r.Start, r.Start
+			p.minStart, p.maxStart, p.sorted = r.Start, r.Start, true
 		} else {
+			p.sorted = p.sorted && r.Start >= p.maxStart
 			p.minStart, p.maxStart = min(p.minStart, r.Start), max(p.maxStart, r.Start)
 		}
 		pending++
@@ -422,7 +424,7 @@ func (s *Store) appendBlocks(p *wpart) error {
 	x := p.idx
 	nx := &index{epoch: x.epoch, gen: x.gen + 1, dataLen: x.dataLen, iface: x.iface}
 	nx.entries = x.entries[:len(x.entries):len(x.entries)]
-	rows := s.prepare(p.pend)
+	rows := s.prepare(p.pend, p.sorted, p.minStart, p.maxStart)
 	var err error
 	var wrote int64
 	for len(rows) > 0 && err == nil {
