@@ -262,7 +262,8 @@
 // inside an append; a reader reads it again first, in case it raced the
 // append) is rebuilt by scanning like a damaged one: the blocks of the
 // cut record are kept, being intact. A failed append is cut back off the
-// index before the writer retries its rows.
+// index before the writer retries its rows, and the retry rewrites the
+// index under a new epoch (readers that loaded the cut record reload).
 //
 // Damage is never silent. A block whose header fails its CRC or does not
 // match its index entry, or that lies past the end of its (cut) file, is

@@ -29,6 +29,7 @@ type wpart struct {
 	d                  *dirH  // the partition directory, open with f
 	f                  *os.File
 	xf                 *os.File // the index, open for journal appends (nil: the next commit rewrites it)
+	renew              bool     // an append failed: the next commit rewrites the index under a new epoch
 	idx                *index
 	pend               []flow.Record
 	minStart, maxStart int64     // of pend's Starts
@@ -475,7 +476,7 @@ func (s *Store) appendBlocks(p *wpart) error {
 func (s *Store) commitIndex(p *wpart, x, nx *index) error {
 	sync := !s.cfg.NoSync
 	nx.fileLen, nx.crc, nx.nrec = x.fileLen, x.crc, x.nrec
-	if p.xf == nil && x.fileLen > 0 && x.nrec < maxJournal {
+	if p.xf == nil && x.fileLen > 0 && x.nrec < maxJournal && !p.renew {
 		p.xf = openJournal(p.d, x.fileLen)
 	}
 	if p.xf != nil && x.nrec < maxJournal {
@@ -486,14 +487,23 @@ func (s *Store) commitIndex(p *wpart, x, nx *index) error {
 		}
 		p.xf.Close()
 		p.xf = nil
+		// A reader may have loaded the record that was cut back off: the
+		// retry writes other blocks at its offsets, so readers must reload.
+		p.renew = true
 		return err
 	}
 	if p.xf != nil {
 		p.xf.Close() // the rename below replaces the file it has open
 		p.xf = nil
 	}
-	_, err := writeIndex(p.d, nx, sync, s.fPerm)
-	return err
+	if p.renew {
+		nx.epoch = newEpoch()
+	}
+	if _, err := writeIndex(p.d, nx, sync, s.fPerm); err != nil {
+		return err
+	}
+	p.renew = false
+	return nil
 }
 
 // encodeWarnings says what the last encode had to cut.
