@@ -76,8 +76,9 @@ func benchWrite(b *testing.B, noSync bool) {
 // BenchmarkWrite measures the production write path, rows in → durable
 // block on disk, one 5000-row writeout per iteration: Write (copy into the
 // partition's buffer), then Flush (round and sort by Start, encode,
-// append, fsync the block file, write, fsync and rename the index, fsync
-// the directory). ns/row is wall time (waiting for the disk included),
+// append, fsync the block file, append a record to the index and fsync
+// it; the first writeout writes the index whole: temp, fsync, rename,
+// directory fsync). ns/row is wall time (waiting for the disk included),
 // cpu-ns/row the process's CPU time; B/row is everything on disk (blocks,
 // summaries, index).
 func BenchmarkWrite(b *testing.B) { benchWrite(b, false) }

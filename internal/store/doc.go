@@ -7,7 +7,7 @@
 //
 //	DIR/LOCK                          flock(2)-held by the one writer
 //	DIR/<iface>/<YYYY-MM-DD>/blocks   append-only block file
-//	DIR/<iface>/<YYYY-MM-DD>/index    committed block list (temp+fsync+rename)
+//	DIR/<iface>/<YYYY-MM-DD>/index    committed block list (a journal: records appended, fsynced; rewritten whole by temp+fsync+rename)
 //
 // <iface> is the interface name escaped for the file system: bytes outside
 // [A-Za-z0-9_-] (and a leading '.') become %XX, so "../x" or "a/b" can never
