@@ -246,9 +246,11 @@
 //	length, u32 entries, entries × 40 bytes (as above, after the last
 //	block), u32 CRC32C of the whole file before this field.
 //
-// An index without records (any weir's) reads as before; a weir older
-// than the journal reads one with records as damaged and rebuilds it by
-// scanning the data file.
+// An index without records (any weir's) reads as before. The writer
+// rewrites an index whole when it releases its partition (idle, or at
+// Close), so an index at rest has none; a weir older than the journal reads
+// one with records (a live writer's, or after a crash) as damaged and
+// rebuilds it by scanning the data file.
 //
 // # Safety
 //

@@ -12,9 +12,12 @@ import (
 
 // journalStore writes n flushes of rows to partition "a" of a new store
 // and returns the directory, the partition path and every row written.
+// The index is left as the writer had it before Close (which rewrites it
+// whole): as a crash would leave it.
 func journalStore(t *testing.T, n int) (dir, part string, all []flow.Record) {
 	t.Helper()
 	dir = tempDir(t)
+	part = filepath.Join(dir, "a", "2025-03-01")
 	s := openT(t, Config{Dir: dir, NoSync: true, Writeout: time.Hour, TimePrecision: time.Nanosecond})
 	for i := 0; i < n; i++ {
 		recs := mkRecs(10+i, uint64(len(all)), "a", t0+int64(i))
@@ -24,10 +27,31 @@ func journalStore(t *testing.T, n int) (dir, part string, all []flow.Record) {
 			t.Fatal(err)
 		}
 	}
+	live, err := os.ReadFile(filepath.Join(part, indexName))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir, filepath.Join(dir, "a", "2025-03-01"), all
+	if err := os.WriteFile(filepath.Join(part, indexName), live, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, part, all
+}
+
+// indexAt parses the index of partition directory part.
+func indexAt(t *testing.T, part string) *index {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(part, indexName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := parseIndexFile(b)
+	if err != nil {
+		t.Fatalf("index of %s: %v", part, err)
+	}
+	return x
 }
 
 // rowsIn reads every row of dir's store, with its stats.
@@ -82,13 +106,44 @@ func TestIndexJournal(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	if x := indexAt(t, part); x.nrec != 4 || len(x.entries) != 5 {
+		t.Fatalf("after a reopen: %+v", x)
+	}
+	// Close rewrites it whole: an index at rest is one an older weir reads.
 	s.Close()
 	b, _ = os.ReadFile(filepath.Join(part, indexName))
-	if x, err = parseIndexFile(b); err != nil || x.nrec != 4 || len(x.entries) != 5 {
-		t.Fatalf("after a reopen: %v %+v", err, x)
+	if y, err := parseIndex(b); err != nil || len(y.entries) != 5 || y.epoch != x.epoch {
+		t.Fatalf("after Close: %v %+v", err, y)
 	}
 	rows, _ = rowsIn(t, dir)
 	sameRows(t, rows, append(all, more...))
+}
+
+// TestIndexSettlesWhenIdle: a partition idle since the last writeout (a
+// day gone by) has its index rewritten whole when the writer releases it.
+func TestIndexSettlesWhenIdle(t *testing.T) {
+	dir := tempDir(t)
+	s := openT(t, Config{Dir: dir, NoSync: true, Writeout: time.Hour, TimePrecision: time.Nanosecond})
+	defer s.Close()
+	for i := 0; i < 3; i++ {
+		s.Write(mkRecs(10, uint64(10*i), "a", t0+int64(i)))
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part := filepath.Join(dir, "a", "2025-03-01")
+	if x := indexAt(t, part); x.nrec != 2 {
+		t.Fatalf("%d journal records, want 2", x.nrec)
+	}
+	for i := 0; i < 2; i++ { // another interface's writeouts: "a" goes idle, then is released
+		s.Write(mkRecs(10, 100, "b", t0))
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if x := indexAt(t, part); x.nrec != 0 || len(x.entries) != 3 {
+		t.Fatalf("released: %d journal records, %d entries", x.nrec, len(x.entries))
+	}
 }
 
 // TestIndexJournalCompacts: after maxJournal records the next commit

@@ -369,6 +369,9 @@ func (s *Store) Close() error {
 			s.dropPending(fmt.Sprintf("closing: %s records could not be written (%s) and are lost", commas(n), errText(s.fail.lastErr)))
 		}
 		for _, p := range s.parts {
+			if err == nil {
+				s.settleIndex(p)
+			}
 			s.closePart(p)
 		}
 		return err

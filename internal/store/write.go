@@ -228,6 +228,7 @@ func (s *Store) flushLocked(deadline time.Time, force bool) error {
 			continue
 		}
 		if !p.written { // idle since the last writeout: release it
+			s.settleIndex(p)
 			s.closePart(p)
 			delete(s.parts, k)
 			if s.last == p {
@@ -396,6 +397,19 @@ func (s *Store) cutPastEnd(d *dirH, dir string, x *index, size int64) (*index, e
 		return nil, err
 	}
 	return nx, nil
+}
+
+// settleIndex rewrites p's index whole when it holds journal records, so
+// that an index at rest (after Close, or a day's partition gone idle) is
+// one a weir older than the journal reads too. Best effort: the journal
+// stays valid when this fails.
+func (s *Store) settleIndex(p *wpart) {
+	if p.xf == nil || p.idx == nil || p.idx.nrec == 0 || s.abandoned.Load() {
+		return
+	}
+	p.xf.Close()
+	p.xf = nil
+	_, _ = writeIndex(p.d, p.idx, !s.cfg.NoSync, s.fPerm)
 }
 
 // closePart releases p's files (its buffered rows stay).
