@@ -19,9 +19,15 @@ var ErrDamaged = errors.New("the store is damaged")
 // clean. Its errors say what to do.
 func CheckStore(dir string, repair bool, out io.Writer) error {
 	rep, err := store.Check(dir, store.CheckOptions{
-		Repair:  repair,
-		Problem: func(d store.Damage) { fmt.Fprintf(out, "damaged: %s\n", d) },
-		Action:  func(a string) { fmt.Fprintf(out, "repaired: %s\n", a) },
+		Repair: repair,
+		Problem: func(d store.Damage) {
+			if d.Newer() {
+				fmt.Fprintf(out, "newer: %s\n", d)
+				return
+			}
+			fmt.Fprintf(out, "damaged: %s\n", d)
+		},
+		Action: func(a string) { fmt.Fprintf(out, "repaired: %s\n", a) },
 	})
 	switch {
 	case errors.Is(err, store.ErrLocked):

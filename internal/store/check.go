@@ -59,6 +59,8 @@ type CheckReport struct {
 	Rows          int64 // records in them
 	DamagedBlocks int   // damaged blocks and stretches
 	DamagedRows   int64 // records in them, as far as an index lists them
+	NewerBlocks   int   // blocks of a format newer than this weir reads: not damage, left as they are
+	NewerRows     int64 // records in them, as far as an index lists them
 	UnknownRows   int   // damaged stretches no index lists (records unknown)
 	BadIndexes    int   // indexes missing, failing their checksum or unreadable
 	Tails         int   // data files with bytes after their last committed block
@@ -66,6 +68,10 @@ type CheckReport struct {
 	Repaired      int  // partitions repaired
 	WriterRunning bool // a writer held the lock during a check without Repair
 }
+
+// Newer reports whether the problem is a block of a format newer than
+// this weir reads: not damage, and left as it is by a repair.
+func (d Damage) Newer() bool { return strings.HasPrefix(d.Reason, newerWhy) }
 
 // Clean reports whether Check found nothing wrong.
 func (r *CheckReport) Clean() bool { return len(r.Problems) == 0 }
@@ -231,8 +237,12 @@ func (c *checker) judge(pd partDir, x *index, idxWhy string, blocks []indexEntry
 			rep.Rows += int64(b.rows)
 		}
 		for _, g := range gaps {
-			rep.DamagedBlocks++
-			rep.UnknownRows++
+			if strings.HasPrefix(g.why, newerWhy) {
+				rep.NewerBlocks++
+			} else {
+				rep.DamagedBlocks++
+				rep.UnknownRows++
+			}
 			c.problem(Damage{File: dataPath, Offset: g.off, Size: g.end - g.off, Rows: -1, Reason: g.why})
 		}
 		return blocks
@@ -253,8 +263,13 @@ func (c *checker) judge(pd partDir, x *index, idxWhy string, blocks []indexEntry
 		if e.off+int64(e.blockLen) > size {
 			why = fmt.Sprintf("past the end of the file (%d bytes): cut off", size)
 		}
-		rep.DamagedBlocks++
-		rep.DamagedRows += int64(e.rows)
+		if strings.HasPrefix(why, newerWhy) {
+			rep.NewerBlocks++
+			rep.NewerRows += int64(e.rows)
+		} else {
+			rep.DamagedBlocks++
+			rep.DamagedRows += int64(e.rows)
+		}
 		c.problem(Damage{File: dataPath, Offset: e.off, Size: int64(e.blockLen), Rows: e.rows, Reason: why})
 	}
 	if size > x.dataLen {

@@ -12,7 +12,11 @@ import (
 // (repair) or how to repair it (the store in dir).
 func (r *CheckReport) WriteSummary(w io.Writer, dir string, repair bool) {
 	fmt.Fprintf(w, "%d partitions: %s blocks intact (%s records)", r.Partitions, count(int64(r.Blocks)), count(r.Rows))
-	if !r.Clean() {
+	damaged := len(r.Problems) > r.NewerBlocks // problems other than a newer weir's blocks
+	if r.NewerBlocks > 0 {
+		fmt.Fprintf(w, "; %s blocks (%s records) written by a newer weir: not read, left as they are", count(int64(r.NewerBlocks)), count(r.NewerRows))
+	}
+	if damaged {
 		fmt.Fprintf(w, "; %s blocks damaged (%s records lost", count(int64(r.DamagedBlocks)), count(r.DamagedRows))
 		if r.UnknownRows > 0 {
 			fmt.Fprintf(w, ", and those of %d stretches no index lists", r.UnknownRows)
@@ -23,8 +27,11 @@ func (r *CheckReport) WriteSummary(w io.Writer, dir string, repair bool) {
 	if r.WriterRunning {
 		fmt.Fprintln(w, "a capture was writing meanwhile: what it appended or pruned during the check may show as damage; check again once it stops")
 	}
+	if r.NewerBlocks > 0 {
+		fmt.Fprintln(w, "read and check this store with the newer weir that wrote it (this one cannot, and does not repair it)")
+	}
 	switch {
-	case r.Clean():
+	case !damaged:
 	case repair:
 		fmt.Fprintf(w, "%d partitions repaired\n", r.Repaired)
 	default:

@@ -26,11 +26,22 @@ func TestNewerBlockNotRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lines []string
-	rep, err := Check(f.dir, CheckOptions{Problem: func(d Damage) { lines = append(lines, d.String()) }})
+	rep, err := Check(f.dir, CheckOptions{Problem: func(d Damage) {
+		if !d.Newer() {
+			t.Errorf("a newer block's problem is not Newer: %s", d)
+		}
+		lines = append(lines, d.String())
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.DamagedBlocks != 1 || !strings.Contains(strings.Join(lines, "\n"), newerWhy+" (block format "+strconv.Itoa(blockVersion+1)+"; this weir reads up to "+strconv.Itoa(blockVersion)+")") {
+	var sum strings.Builder
+	rep.WriteSummary(&sum, f.dir, false)
+	if s := sum.String(); !strings.Contains(s, "1 blocks (") || !strings.Contains(s, "written by a newer weir: not read") ||
+		strings.Contains(s, "lost") || strings.Contains(s, "--repair") {
+		t.Errorf("summary says the newer block is damage, or to repair it:\n%s", s)
+	}
+	if rep.DamagedBlocks != 0 || rep.NewerBlocks != 1 || rep.NewerRows != int64(e.rows) || !strings.Contains(strings.Join(lines, "\n"), newerWhy+" (block format "+strconv.Itoa(blockVersion+1)+"; this weir reads up to "+strconv.Itoa(blockVersion)+")") {
 		t.Fatalf("report %+v\n%s", rep, strings.Join(lines, "\n"))
 	}
 	var acts []string
