@@ -49,32 +49,41 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		clear(accDrops)
 		sc.accDrops = accDrops
 	}
-	for i, x := range idx[:c.N] {
+	// The row loop on locals resliced to N: no bounds checks but acc's,
+	// and the counters in registers rather than through sc.
+	n := c.N
+	idx, sel = idx[:n], sel[:n]
+	ver, pk, by, rpk, rby := c.IPVersion[:n], c.Packets[:n], c.Bytes[:n], c.RevPackets[:n], c.RevBytes[:n]
+	matched := int64(0)
+	for i, x := range idx {
 		if !sel[i] {
 			continue
 		}
-		sc.matched++
+		matched++
 		a := &acc[x]
-		if a.Flows != 0 && vers[x] != c.IPVersion[i] { // one address in both families: rare, exact
-			one := Counters{Packets: c.Packets[i], Bytes: c.Bytes[i], RevPackets: c.RevPackets[i], RevBytes: c.RevBytes[i], Flows: 1}
+		v := ver[i]
+		if a.Flows == 0 {
+			vers[x] = v
+		} else if vers[x] != v { // one address in both families: rare, exact
+			one := Counters{Packets: pk[i], Bytes: by[i], RevPackets: rpk[i], RevBytes: rby[i], Flows: 1}
 			if drops {
 				one.DropPackets, one.DropBytes = c.DropPackets[i], c.DropBytes[i]
 			}
-			k.addrs = sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))
+			k.addrs = sc.pack(sc.g.addr(&dict[x], v))
 			sc.g.add(k, &one)
 			continue
 		}
-		vers[x] = c.IPVersion[i]
-		a.Packets += c.Packets[i]
-		a.Bytes += c.Bytes[i]
-		a.RevPackets += c.RevPackets[i]
-		a.RevBytes += c.RevBytes[i]
+		a.Packets += pk[i]
+		a.Bytes += by[i]
+		a.RevPackets += rpk[i]
+		a.RevBytes += rby[i]
 		a.Flows++
 		if drops {
 			accDrops[x][0] += c.DropPackets[i]
 			accDrops[x][1] += c.DropBytes[i]
 		}
 	}
+	sc.matched += matched
 	if binned {
 		for x := range acc {
 			if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
