@@ -8,7 +8,7 @@ import (
 // TestInternAgainstMap interns random addresses of both families (IPv4
 // mapped, IPv6, an IPv6 row holding a mapped-looking address, a version 4
 // row whose bytes are not mapped) through agg.addr, whose IPv4 table is
-// the fast path, and checks it against a plain map: the same address and
+// the fast path (and the IPv6 table that of IPv6), and checks it against a plain map: the same address and
 // version always get the same id, different ones different ids, and every
 // id expands back to what was interned. Enough addresses to grow the
 // table several times.
@@ -50,5 +50,8 @@ func TestInternAgainstMap(t *testing.T) {
 	}
 	if g.v4.n < 40000 {
 		t.Fatalf("only %d addresses took the IPv4 table", g.v4.n)
+	}
+	if g.v6.n < 1000 {
+		t.Fatalf("only %d addresses took the IPv6 table", g.v6.n)
 	}
 }

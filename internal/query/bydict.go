@@ -49,32 +49,41 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		clear(accDrops)
 		sc.accDrops = accDrops
 	}
-	for i, x := range idx[:c.N] {
+	// The row loop on locals resliced to N: no bounds checks but acc's,
+	// and the counters in registers rather than through sc.
+	n := c.N
+	idx, sel = idx[:n], sel[:n]
+	ver, pk, by, rpk, rby := c.IPVersion[:n], c.Packets[:n], c.Bytes[:n], c.RevPackets[:n], c.RevBytes[:n]
+	matched := int64(0)
+	for i, x := range idx {
 		if !sel[i] {
 			continue
 		}
-		sc.matched++
+		matched++
 		a := &acc[x]
-		if a.Flows != 0 && vers[x] != c.IPVersion[i] { // one address in both families: rare, exact
-			one := Counters{Packets: c.Packets[i], Bytes: c.Bytes[i], RevPackets: c.RevPackets[i], RevBytes: c.RevBytes[i], Flows: 1}
+		v := ver[i]
+		if a.Flows == 0 {
+			vers[x] = v
+		} else if vers[x] != v { // one address in both families: rare, exact
+			one := Counters{Packets: pk[i], Bytes: by[i], RevPackets: rpk[i], RevBytes: rby[i], Flows: 1}
 			if drops {
 				one.DropPackets, one.DropBytes = c.DropPackets[i], c.DropBytes[i]
 			}
-			k.addrs = sc.pack(sc.g.addr(&dict[x], c.IPVersion[i]))
+			k.addrs = sc.pack(sc.g.addr(&dict[x], v))
 			sc.g.add(k, &one)
 			continue
 		}
-		vers[x] = c.IPVersion[i]
-		a.Packets += c.Packets[i]
-		a.Bytes += c.Bytes[i]
-		a.RevPackets += c.RevPackets[i]
-		a.RevBytes += c.RevBytes[i]
+		a.Packets += pk[i]
+		a.Bytes += by[i]
+		a.RevPackets += rpk[i]
+		a.RevBytes += rby[i]
 		a.Flows++
 		if drops {
 			accDrops[x][0] += c.DropPackets[i]
 			accDrops[x][1] += c.DropBytes[i]
 		}
 	}
+	sc.matched += matched
 	if binned {
 		for x := range acc {
 			if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
@@ -207,8 +216,9 @@ func (sc *scanner) blockBin(b *store.BlockInfo, whole bool) (int64, bool) {
 // hundred distinct addresses, so the address table is consulted once per
 // distinct address instead of once per row.
 type dictIDs struct {
-	ids []uint32 // 0: not interned yet
-	ver []uint8
+	ids  []uint32 // 0: not interned yet
+	ver  []uint8
+	used []uint32 // internRows: the entries the block's selected rows use
 }
 
 func (d *dictIDs) reset(n int) {
@@ -217,35 +227,13 @@ func (d *dictIDs) reset(n int) {
 	clear(d.ids)
 }
 
-// id is the interned id of row i's address. Live records come without a
-// dictionary (dict nil): then each row is interned itself.
-func (d *dictIDs) id(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) uint32 {
-	if dict == nil {
-		return g.addr(&rows[i], ver[i])
-	}
-	x := idx[i]
-	if id := d.ids[x]; id != 0 && d.ver[x] == ver[i] {
-		return id
-	}
-	id := g.addr(&dict[x], ver[i]) // first use, or an address seen in both families (::ffff:a.b.c.d)
-	d.ids[x], d.ver[x] = id, ver[i]
-	return id
-}
-
-// prefetch fetches the address table's slot for row i's address into
-// the cache, unless its id is known already.
-func (d *dictIDs) prefetch(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, i int) {
-	if dict == nil {
-		g.prefetchAddr(&rows[i], ver[i])
-	} else if x := idx[i]; d.ids[x] == 0 {
-		g.prefetchAddr(&dict[x], ver[i])
-	}
-}
-
-// prefetchAddr fetches the IPv4 table's slot for a into the cache (IPv6
-// addresses go to a map: nothing to fetch).
+// prefetchAddr fetches the IPv4 or IPv6 table's slot for a into the
+// cache (other addresses go to a map: nothing to fetch).
 func (g *agg) prefetchAddr(a *[16]byte, ver uint8) {
-	if ver == 4 && g.v4.e != nil && v4Mapped(a) {
+	switch {
+	case ver == 4 && g.v4.e != nil && v4Mapped(a):
 		prefetch.Line(uintptr(unsafe.Pointer(&g.v4.e[g.v4.slot(binary.BigEndian.Uint32(a[12:]))])))
+	case ver == 6 && g.v6.e != nil:
+		prefetch.Line(uintptr(unsafe.Pointer(&g.v6.e[g.v6.slotOf(a)])))
 	}
 }

@@ -371,6 +371,7 @@ type scanner struct {
 	byIDDrops         [][2]uint64 // and drop sums (nil until some)
 	accVer            []uint8
 	own               [1]partRows         // per block: keys, hashes and rows to add
+	anySel            []bool              // read: the rows the condition keeps, before the other columns are read
 	tot               map[int64]*Counters // BinTotals' sums per bin start
 	totT              int64               // the block's bin of BinTotals, when totOne
 	totOne            bool                // the block's rows all start in bin totT (totBin)

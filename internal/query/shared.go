@@ -3,6 +3,7 @@ package query
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/weir-dev/weir/internal/store"
@@ -16,6 +17,7 @@ const (
 	blockSkipped                   // ruled out by its summaries, never read
 	blockCorrupt                   // failed its checks: skipped and counted
 	blockGone                      // pruned by retention since it was listed
+	blockNoRows                    // read in the condition's columns only: no row matches
 )
 
 // read decodes block b into cols unless its summaries rule it out; whole
@@ -38,16 +40,66 @@ func (sc *scanner) read(s *store.Store, b *store.BlockInfo, cols *store.Columns)
 	if _, ok := sc.totBin(b, whole); sc.q.BinTotals > 0 && !ok {
 		need |= store.ColStart // the bin totals bin its rows one by one
 	}
-	if err := s.ReadBlock(b, need, cols); err != nil {
-		if errors.Is(err, store.ErrCorrupt) {
-			return blockCorrupt, whole, nil
+	// The condition's columns first (and Start, to cut by time), the rest
+	// only when a row matches: a condition the summaries cannot rule out
+	// often holds for no row of a block (dport = 53 and proto = 6).
+	first := sc.q.Cond.columns()
+	if !whole {
+		first |= store.ColStart
+	}
+	lazy := first != 0 && need&^first != 0 && need&first == first && !eagerReads
+	if !lazy {
+		if err := s.ReadBlock(b, need, cols); err != nil {
+			return readErr(err, whole)
 		}
-		if errors.Is(err, store.ErrPruned) {
-			return blockGone, whole, nil
+		return blockRows, whole, nil
+	}
+	if err := s.ReadFirst(b, first, need, cols); err != nil {
+		return readErr(err, whole)
+	}
+	if !sc.anyRow(cols, !whole) {
+		if noRowsHook != nil {
+			noRowsHook()
 		}
-		return 0, whole, fmt.Errorf("query: %w", err)
+		return blockNoRows, whole, nil
+	}
+	if err := s.ReadMore(b, need&^first, cols); err != nil {
+		return readErr(err, whole)
 	}
 	return blockRows, whole, nil
+}
+
+// Tests: eagerReads reads every block's columns at once, noRowsHook is
+// called for each block read in its condition's columns only.
+var (
+	eagerReads bool
+	noRowsHook func()
+)
+
+// readErr is what a failed read of a block comes to.
+func readErr(err error, whole bool) (blockState, bool, error) {
+	if errors.Is(err, store.ErrCorrupt) {
+		return blockCorrupt, whole, nil
+	}
+	if errors.Is(err, store.ErrPruned) {
+		return blockGone, whole, nil
+	}
+	return 0, whole, fmt.Errorf("query: %w", err)
+}
+
+// anyRow reports whether some row of c meets the condition (and starts in
+// the query's range, with checkTime).
+func (sc *scanner) anyRow(c *store.Columns, checkTime bool) bool {
+	n := c.N
+	sel := slices.Grow(sc.anySel[:0], n)[:n]
+	sc.anySel = sel
+	sc.ev.filter(sc.q.Cond, c, sel)
+	for i, ok := range sel {
+		if ok && (!checkTime || c.Start[i] >= sc.from && c.Start[i] < sc.to) {
+			return true
+		}
+	}
+	return false
 }
 
 // use aggregates a block read as st (counting it when not read); p, when
@@ -58,6 +110,8 @@ func (sc *scanner) use(st blockState, whole bool, cols *store.Columns, p *prep) 
 		sc.skipped++
 	case blockCorrupt:
 		sc.corrupt++
+	case blockNoRows:
+		sc.scanned += int64(cols.N)
 	case blockRows:
 		if p != nil {
 			sc.addBinTotals(cols, p.sel)

@@ -8,8 +8,8 @@ import (
 // hugeMin is the table size from which slots come from an mmap advised
 // MADV_HUGEPAGE: a random probe into a table of hundreds of MiB then costs
 // a cache miss without a TLB miss and page walk on top, and a table that
-// grows is unmapped at once instead of waiting for the collector (64
-// shards of garbage would otherwise double the resident set).
+// grows is unmapped at once instead of waiting for the collector (the
+// shards' garbage would otherwise double the resident set).
 const hugeMin = 64 << 10
 
 // allocSlots returns n zeroed slots and a release func (nil for Go heap

@@ -320,25 +320,7 @@ func (s *Store) ReadBlock(b *BlockInfo, want Column, dst *Columns) error {
 	}
 	dst.reset()
 	dst.Iface = b.Iface
-	d := decoderPool.Get().(*decoder)
-	defer decoderPool.Put(d)
-	lo, hi := b.h.span(want)
-	buf := slices.Grow(d.raw[:0], hi-lo)[:hi-lo]
-	d.raw = buf
-	if n, err := b.rp.f.ReadAt(buf, b.Offset+int64(lo)); n < len(buf) {
-		if err != nil && !isEOF(err) {
-			return fmt.Errorf("store: read block: %w", err)
-		}
-		return s.damaged(b, "cut off: the file ends inside the block")
-	}
-	if err := d.decodeCols(b.h, buf, lo, want, dst, true); err != nil {
-		if errors.Is(err, errCorruptBlock) || errors.Is(err, errBadStream) {
-			return s.damaged(b, err.Error())
-		}
-		return err
-	}
-	dst.N = b.Rows
-	return nil
+	return s.readCols(b, want, dst)
 }
 
 // damaged reports block b as corrupt, unless retention pruned it since

@@ -97,6 +97,16 @@ func FuzzReadBlock(f *testing.F) {
 			}
 		}
 		_ = decodeBlock(data, false, &c)
+		// Split as a query's lazy read is (ReadFirst, then ReadMore): the
+		// condition's columns, then the rest into the same Columns.
+		if h, err := parseHeader(data, false); err == nil && h.blockLen <= len(data) {
+			d := new(decoder)
+			c.reset()
+			first := ColDstPort | ColProto | ColStart
+			if d.decodeCols(h, data[:h.blockLen], 0, first, &c, false) == nil {
+				_ = d.decodeCols(h, data[:h.blockLen], 0, ColAll&^first, &c, false)
+			}
+		}
 	})
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"runtime"
@@ -127,6 +128,12 @@ type Columns struct {
 	srcBuf, dstBuf   [][16]byte    // the dictionaries' storage, reused
 	natBuf, natDict  [2][][16]byte // the NAT address columns' dictionaries (not exported)
 	natIdx           [2][]uint32
+	// ReadFirst's bytes of the block, from block offset rawLo, kept for
+	// ReadMore; rawOf and rawOff say which block they are of.
+	raw    []byte
+	rawLo  int
+	rawOf  *readPart
+	rawOff int64
 }
 
 // colsOf maps requested Columns to stored column ids.
@@ -362,6 +369,77 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		}
 	}
 	dst.N = n
+	return nil
+}
+
+// ReadFirst is ReadBlock that reads the bytes of block b's all columns
+// but decodes only first (a part of all); ReadMore then decodes others
+// from the same bytes. A query decodes the columns its condition reads
+// first, and the others only for a block where some row matches: a
+// condition the summaries cannot rule out, that no row meets, then costs
+// the condition's columns alone.
+func (s *Store) ReadFirst(b *BlockInfo, first, all Column, dst *Columns) error {
+	if b == nil || b.h == nil || b.rp == nil {
+		return errors.New("store: ReadFirst of a BlockInfo not from Blocks")
+	}
+	dst.reset()
+	dst.Iface = b.Iface
+	d := decoderPool.Get().(*decoder)
+	defer decoderPool.Put(d)
+	lo, hi := b.h.span(all)
+	dst.raw = slices.Grow(dst.raw[:0], hi-lo)[:hi-lo]
+	dst.rawLo, dst.rawOf, dst.rawOff = lo, b.rp, b.Offset
+	return s.decodeFrom(d, b, dst.raw, lo, first, dst, true)
+}
+
+// ReadMore decodes more columns of block b into dst, which holds what
+// ReadFirst of the same b decoded: those columns stay as they are. The
+// bytes ReadFirst read are decoded when they hold want's columns; else
+// they are read.
+func (s *Store) ReadMore(b *BlockInfo, want Column, dst *Columns) error {
+	if b == nil || b.h == nil || b.rp == nil {
+		return errors.New("store: ReadMore of a BlockInfo not from Blocks")
+	}
+	if dst.N != b.Rows || dst.Iface != b.Iface || dst.rawOf != b.rp || dst.rawOff != b.Offset {
+		return errors.New("store: ReadMore into Columns that ReadFirst did not fill from this block")
+	}
+	d := decoderPool.Get().(*decoder)
+	defer decoderPool.Put(d)
+	if lo, hi := b.h.span(want); lo >= dst.rawLo && hi <= dst.rawLo+len(dst.raw) {
+		return s.decodeFrom(d, b, dst.raw, dst.rawLo, want, dst, false)
+	}
+	return s.readCols(b, want, dst)
+}
+
+// readCols reads the bytes of b's wanted columns and decodes them into
+// dst (ReadBlock after resetting dst).
+func (s *Store) readCols(b *BlockInfo, want Column, dst *Columns) error {
+	d := decoderPool.Get().(*decoder)
+	defer decoderPool.Put(d)
+	lo, hi := b.h.span(want)
+	buf := slices.Grow(d.raw[:0], hi-lo)[:hi-lo]
+	d.raw = buf
+	return s.decodeFrom(d, b, buf, lo, want, dst, true)
+}
+
+// decodeFrom decodes b's wanted columns into dst from buf, the bytes of b
+// from offset lo, reading them first when read is set.
+func (s *Store) decodeFrom(d *decoder, b *BlockInfo, buf []byte, lo int, want Column, dst *Columns, read bool) error {
+	if read {
+		if n, err := b.rp.f.ReadAt(buf, b.Offset+int64(lo)); n < len(buf) {
+			if err != nil && !isEOF(err) {
+				return fmt.Errorf("store: read block: %w", err)
+			}
+			return s.damaged(b, "cut off: the file ends inside the block")
+		}
+	}
+	if err := d.decodeCols(b.h, buf, lo, want, dst, true); err != nil {
+		if errors.Is(err, errCorruptBlock) || errors.Is(err, errBadStream) {
+			return s.damaged(b, err.Error())
+		}
+		return err
+	}
+	dst.N = b.Rows
 	return nil
 }
 
