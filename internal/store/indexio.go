@@ -288,7 +288,9 @@ func appendJournal(f *os.File, nx *index, from int, sync bool, buf []byte, fault
 		err = f.Sync()
 	}
 	if err != nil {
-		f.Truncate(nx.fileLen)
+		if terr := f.Truncate(nx.fileLen); terr != nil { // the retry's rewrite under a new epoch replaces it anyway
+			err = errors.Join(err, fmt.Errorf("cutting the record back: %w", terr))
+		}
 		return buf, fmt.Errorf("store: append to index: %w", err)
 	}
 	nx.fileLen += int64(len(buf))
