@@ -78,7 +78,7 @@ func TestSyntheticStats(t *testing.T) {
 	if code != exitOK || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", code, out, errs)
 	}
-	for _, want := range []string{"frames      20,000 read", "decoded     20,000", "500 flows created", "records     500: eof 500", "97 B/slot"} {
+	for _, want := range []string{"frames      20,000 read", "decoded     20,000", "500 flows created", "records     500: eof 500", "100 B/slot"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("--stats lacks %q:\n%s", want, errs)
 		}

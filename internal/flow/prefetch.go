@@ -1,5 +1,12 @@
 package flow
 
-// lines is a chunk's prefetch list: two addresses per packet (the first
-// and last byte it needs, which span at most two cache lines).
-type lines [2 * batchChunk]uintptr
+import (
+	"unsafe"
+
+	"github.com/weir-dev/weir/internal/prefetch"
+)
+
+// prefetchSlot asks the CPU to fetch the slot at p into cache without
+// waiting for it: its first and last words lie in the (at most two) cache
+// lines it spans, wherever it starts.
+func prefetchSlot(p uintptr) { prefetch.Pair(p, p+unsafe.Sizeof(slot{})-8) }

@@ -146,11 +146,9 @@ type Stats struct {
 type Table struct {
 	agg   *Aggregate // set during UpdateAggregate: the counts of the packet being applied
 	slots []slot     // open addressing, linear probing, no tombstones
-	// fps[i] is slots[i]'s fingerprint (fingerprint(slots[i].tag)), 0 when
-	// empty, kept beside the slots so that a probe reads 64 per cache line
-	// and touches only the slot whose fingerprint matches. fpPad zero bytes
-	// follow the last (fps has n+fpPad), so scanFPs reads 8 from any home.
-	fps []uint8
+	// tags[i] is slots[i].tag, kept beside the slots so that a probe reads
+	// 16 tags per cache line and touches only the slot whose tag matches.
+	tags []uint32
 	// blocks counts the live flows in each run of blockSlots slots, kept on
 	// insert and remove only (never on a hit), so scans skip empty blocks:
 	// a mostly empty table costs a scan 1/6144 of its memory.
@@ -215,7 +213,7 @@ func NewTable(cfg Config, emit func(*Record)) (*Table, error) {
 		emitFn:   emit,
 		pktLimit: math.MaxUint32,
 	}
-	t.slots, t.fps = allocSlots(n, t)
+	t.slots, t.tags = allocSlots(n, t)
 	t.blocks = make([]uint8, (n+blockSlots-1)/blockSlots)
 	t.minTimeout = t.idle // the linger is bounded by tcpEnd when a flow starts ending
 	if t.active > 0 {
@@ -295,11 +293,23 @@ func (t *Table) apply(p *Packet, w *keyWords, dir uint8, h uint32) {
 	pk, b, _ := t.counts(p)
 	t.stats.Packets += uint64(pk)
 	t.stats.Bytes += b
-	if i, ok := t.probe(w, h); ok {
-		t.add(&t.slots[i], p, dir)
-	} else {
-		t.insert(i, h, w, dir, p)
+	slots, tags := t.slots, t.tags
+	n := t.n
+	i := fastrange(h, n)
+	for {
+		if tg := tags[i]; tg == h { // tag first: rejects a mismatch without touching its slot
+			if s := &slots[i]; s.key.eq(w) {
+				t.add(s, p, dir)
+				return
+			}
+		} else if tg == 0 {
+			break
+		}
+		if i++; i == n {
+			i = 0
+		}
 	}
+	t.insert(i, h, w, dir, p)
 }
 
 // add counts p into the live flow s; dir is the canonical sender.
@@ -373,7 +383,7 @@ func (t *Table) insert(i, h uint32, w *keyWords, dir uint8, p *Packet) {
 	t.live++
 	t.blocks[i/blockSlots]++
 	t.stats.FlowsCreated++
-	t.fps[i] = fingerprint(h)
+	t.tags[i] = h
 	t.initSlot(&t.slots[i], h, w, dir, p)
 }
 
@@ -438,12 +448,12 @@ func (t *Table) Cap() int { return t.max }
 // Stats returns a copy of the table's counters.
 func (t *Table) Stats() Stats { return t.stats }
 
-// SlotSize returns the bytes per slot: the slot struct and its fingerprint.
-func SlotSize() uintptr { return unsafe.Sizeof(slot{}) + 1 }
+// SlotSize returns the bytes per slot: the slot struct and its tag.
+func SlotSize() uintptr { return unsafe.Sizeof(slot{}) + unsafe.Sizeof(uint32(0)) }
 
-// MemoryBytes returns the bytes preallocated for slots and their
-// fingerprints. Bytes per flow is MemoryBytes()/Cap().
-func (t *Table) MemoryBytes() int { return len(t.slots)*int(SlotSize()) + fpPad }
+// MemoryBytes returns the bytes preallocated for slots and their tags.
+// Bytes per flow is MemoryBytes()/Cap().
+func (t *Table) MemoryBytes() int { return len(t.slots) * int(SlotSize()) }
 
 // Add adds o's counters to s (to sum the shards of several workers).
 func (s *Stats) Add(o *Stats) {

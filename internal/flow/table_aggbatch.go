@@ -2,12 +2,50 @@ package flow
 
 // UpdateAggregates is UpdateAggregate for each aggregate of as, in order,
 // with the same result; aggregates of no packets are ignored. It is
-// pipelined as UpdateBatch is (chunk k+2's keys hashed and their
-// fingerprints prefetched, chunk k+1's slots found and prefetched, chunk k
-// applied), so the misses of a big table overlap. It does not allocate.
+// pipelined as UpdateBatch is (the key of aggregate i+2D hashed and its
+// tags prefetched, i+D's slot prefetched, i applied), so the misses of a
+// big table overlap. It does not allocate.
 func (t *Table) UpdateAggregates(as []Aggregate) {
-	if len(as) > 0 {
-		t.batch(nil, as)
+	if t.n <= smallTable {
+		t.updateAggregatesSmall(as)
+		return
+	}
+	const d = prefetchDistance
+	var ring [4 * d]pending
+	n := len(as)
+	for i := 0; i < min(n, 2*d); i++ {
+		t.hashAhead(&as[i].Packet, &ring[i])
+	}
+	for i := 0; i < min(n, d); i++ {
+		t.slotAhead(&ring[i])
+	}
+	for i := range as {
+		r := &ring[i&(4*d-1)]
+		t.applyAggregate(&as[i], r)
+		if k := i + 2*d; k < n {
+			t.hashAhead(&as[k].Packet, &ring[k&(4*d-1)])
+		}
+		if k := i + d; k < n {
+			t.slotAhead(&ring[k&(4*d-1)])
+		}
+	}
+}
+
+// updateAggregatesSmall is UpdateAggregates for small tables, in the two
+// stages of updateBatchSmall.
+func (t *Table) updateAggregatesSmall(as []Aggregate) {
+	const d = prefetchDistance
+	var ring [d]pending
+	n := len(as)
+	for i := 0; i < min(n, d); i++ {
+		t.hashHome(&as[i].Packet, &ring[i])
+	}
+	for i := range as {
+		r := &ring[i&(d-1)]
+		t.applyAggregate(&as[i], r)
+		if k := i + d; k < n {
+			t.hashHome(&as[k].Packet, r)
+		}
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 // (some of no packets, both directions, flags and roles) through
 // UpdateAggregate one by one and through UpdateAggregates (random chunk
 // sizes, Expire between chunks) give the same records in the same order
-// and the same stats: a table of 24 flows (full-table evictions) and one
-// of 30,000; both are more than 1/sparse full, so their slots are found
-// by a scan of fingerprints, and start below it (home hints).
+// and the same stats: a table of 24 flows (two-stage path, full-table
+// evictions) and one of 30,000 (over smallTable slots: the three-stage
+// path).
 func TestUpdateAggregatesSameAsUpdateAggregate(t *testing.T) {
 	for _, c := range []struct {
 		maxFlows, ports int
@@ -22,6 +22,9 @@ func TestUpdateAggregatesSameAsUpdateAggregate(t *testing.T) {
 		cfg := Config{MaxFlows: c.maxFlows, IdleTimeout: 2 * time.Second, ActiveTimeout: 50 * time.Millisecond, HashSeed: 5}
 		ta, _ := NewTable(cfg, func(r *Record) { a = append(a, *r) })
 		tb, _ := NewTable(cfg, func(r *Record) { b = append(b, *r) })
+		if big := tb.n > smallTable; big != (c.maxFlows > 1000) {
+			t.Fatalf("%d flows: %d slots, want the other path", c.maxFlows, tb.n)
+		}
 		as := make([]Aggregate, 40000)
 		for i := range as {
 			p := pk("10.0.0.1", uint16(rng.IntN(c.ports)), "10.0.0.2", 80, ProtoTCP, int64(i)*int64(time.Millisecond), 0, uint8(rng.IntN(256)), Role(rng.IntN(3)))

@@ -104,7 +104,7 @@ func (t *Table) Flush(reason EndReason) {
 		}
 		t.stats.Evicted[reason]++
 		t.report(s, reason)
-		s.tag, t.fps[i] = 0, 0 // the whole table empties: no backward shift needed
+		s.tag, t.tags[i] = 0, 0 // the whole table empties: no backward shift needed
 	}
 	t.live = 0
 	clear(t.blocks)

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// hugeMin is the table size (slots and fingerprints) from which allocSlots maps
+// hugeMin is the table size (slots and tags) from which allocSlots maps
 // memory itself and asks for transparent huge pages: a random probe into a
 // big table then costs one cache miss instead of a cache miss plus a TLB
 // miss and a page walk (on 4 KiB pages a 128 MiB table spans 32768 pages,
@@ -14,18 +14,18 @@ import (
 // each for a few hundred live flows). Smaller tables use the Go heap.
 const hugeMin = 4 << 20
 
-// allocSlots returns n zeroed slots and n+fpPad zeroed fingerprints. Large
-// tables (both arrays in one mapping, fingerprints after the slots) come from an anonymous
+// allocSlots returns n zeroed slots and their n zeroed tags. Large tables
+// (both arrays in one mapping, tags after the slots) come from an anonymous
 // mmap, 2 MiB aligned and advised MADV_HUGEPAGE before it is populated (a
 // mapping populated first is faulted in 4 KiB pages, which khugepaged
 // collapses only slowly, if ever); it is released by a cleanup when owner
 // is collected. Neither array holds pointers, so memory outside the Go heap
 // is safe.
-func allocSlots(n int, owner *Table) ([]slot, []uint8) {
-	fpOff := n * int(unsafe.Sizeof(slot{}))
-	size := fpOff + n + fpPad
+func allocSlots(n int, owner *Table) ([]slot, []uint32) {
+	tagOff := n * int(unsafe.Sizeof(slot{})) // slots are 8-byte multiples: the tags start 4-byte aligned
+	size := tagOff + 4*n
 	if size < hugeMin {
-		return make([]slot, n), make([]uint8, n+fpPad)
+		return make([]slot, n), make([]uint32, n)
 	}
 	const huge = 2 << 20
 	size = (size + huge - 1) &^ (huge - 1)
@@ -33,7 +33,7 @@ func allocSlots(n int, owner *Table) ([]slot, []uint8) {
 	// untouched head and tail never become resident.
 	mem, err := syscall.Mmap(-1, 0, size+huge, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
-		return make([]slot, n), make([]uint8, n+fpPad)
+		return make([]slot, n), make([]uint32, n)
 	}
 	skip := (huge - int(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%huge)) % huge
 	win := mem[skip : skip+size]
@@ -49,5 +49,5 @@ func allocSlots(n int, owner *Table) ([]slot, []uint8) {
 	}
 	runtime.AddCleanup(owner, func(m []byte) { _ = syscall.Munmap(m) }, mem)
 	return unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(win))), n),
-		win[fpOff : fpOff+n+fpPad : fpOff+n+fpPad]
+		unsafe.Slice((*uint32)(unsafe.Pointer(&win[tagOff])), n)
 }

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -223,16 +224,12 @@ func TestChurnBackwardShift(t *testing.T) {
 func checkChains(t *testing.T, tb *Table) {
 	t.Helper()
 	n := tb.n
-	if len(tb.fps) != int(n)+fpPad || len(tb.slots) != int(n) {
-		t.Fatalf("%d fingerprints, %d slots, n %d", len(tb.fps), len(tb.slots), n)
+	if len(tb.tags) != int(n) || len(tb.slots) != int(n) {
+		t.Fatalf("%d tags, %d slots, n %d", len(tb.tags), len(tb.slots), n)
 	}
-	for i, f := range tb.fps {
-		want := uint8(0)
-		if i < int(n) && tb.slots[i].tag != 0 {
-			want = fingerprint(tb.slots[i].tag)
-		}
-		if f != want {
-			t.Fatalf("slot %d: fingerprint %#x, want %#x", i, f, want)
+	for i := range tb.tags {
+		if tb.tags[i] != tb.slots[i].tag {
+			t.Fatalf("slot %d: tag index %#x, slot tag %#x", i, tb.tags[i], tb.slots[i].tag)
 		}
 	}
 	count := 0
@@ -303,7 +300,7 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 // TestUpdateBatchSameAsUpdate: the same random packets through Update and
-// through UpdateBatch (random chunk sizes, Expire between
+// through each of UpdateBatch's paths (random chunk sizes, Expire between
 // chunks) give the same records in the same order and the same stats. Two
 // mixes: "flags", random TCP flags and Role hints (mostly add's special
 // cases); "plain", mostly plain ACKs (applyHit's inline case) with every
@@ -314,7 +311,7 @@ func TestUpdateBatchSameAsUpdate(t *testing.T) {
 	for _, path := range []struct {
 		name  string
 		batch func(*Table, []Packet)
-	}{{"UpdateBatch", (*Table).UpdateBatch}} {
+	}{{"UpdateBatch", (*Table).UpdateBatch}, {"small", (*Table).updateBatchSmall}, {"big", (*Table).updateBatchBig}} {
 		for _, plain := range []bool{false, true} {
 			name := path.name + "/flags"
 			if plain {
@@ -396,11 +393,11 @@ func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet), plain b
 // TestTagIndexBatchChurn: random batches (UpdateBatch, chunks of 0 to 300
 // packets: shorter and longer than its pipeline), expiries and full-table
 // evictions, against a map of each conversation's packet and byte totals.
-// After every step each live flow is found and the fingerprints match the
+// After every step each live flow is found and the tag index matches the
 // slots; at the end the records emitted sum to the model's totals. The big
 // table (over hugeMin) lives in its own mapping on Linux. Every table
-// starts sparse (home slots as UpdateBatch's hints) and fills past
-// 1/sparse (hints from a scan of fingerprints).
+// starts on UpdateBatch's two-stage path; the big one grows onto the
+// three-stage one.
 func TestTagIndexBatchChurn(t *testing.T) {
 	for _, c := range []struct {
 		seed             uint64
@@ -439,7 +436,10 @@ func TestTagIndexBatchChurn(t *testing.T) {
 		if c.maxFlows == 40_000 && tb.MemoryBytes() < hugeMin {
 			t.Fatalf("table of %d B: not past hugeMin", tb.MemoryBytes())
 		}
-		scanned := map[bool]bool{} // the ways UpdateBatch hinted: home slots, scan
+		if big := tb.n > smallTable; big != (c.maxFlows == 40_000) {
+			t.Fatalf("%d slots: past smallTable %v, want %v", tb.n, big, !big)
+		}
+		paths := map[int]bool{}
 		now := int64(0)
 		pkts := make([]Packet, 300)
 		for step := 0; step < c.steps; step++ {
@@ -465,7 +465,7 @@ func TestTagIndexBatchChurn(t *testing.T) {
 			for i := range pkts[:n] {
 				live[canon(pkts[i].Key)] = true
 			}
-			scanned[tb.scanAhead()] = true
+			paths[tb.batchPath()] = true
 			tb.UpdateBatch(pkts[:n])
 			for k := range evicted {
 				if tb.lookup(&k) != nil {
@@ -498,8 +498,12 @@ func TestTagIndexBatchChurn(t *testing.T) {
 		if st := tb.Stats(); st.Evicted[ReasonFull] == 0 {
 			t.Errorf("seed %d: no full evictions: %+v", c.seed, st)
 		}
-		if !scanned[false] || !scanned[true] {
-			t.Errorf("seed %d: UpdateBatch hinted by scan: %v, want both ways", c.seed, scanned)
+		want := map[int]bool{pathSmall: true} // the paths each table's occupancy takes it through
+		if c.maxFlows == 40_000 {
+			want[pathBig] = true
+		}
+		if !maps.Equal(paths, want) {
+			t.Errorf("seed %d: UpdateBatch paths taken %v, want %v", c.seed, paths, want)
 		}
 		t.Logf("seed %d: %d flows: %v", c.seed, c.maxFlows, time.Since(start))
 	}

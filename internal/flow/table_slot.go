@@ -33,49 +33,36 @@ func (a *keyWords) key() Key {
 	return k
 }
 
-// prep makes k canonical into r.w with its direction bit in r.dir, hashes
-// it into r.h and sets r.at to its home slot.
-func (t *Table) prep(k *Key, r *pending) {
-	t.prepAll(unsafe.Pointer(k), 0, unsafe.Slice(r, 1))
-}
-
-// prepAll is prep for len(rs) keys: the first at k, each next stride bytes
-// further (the Key at the start of every Packet or Aggregate of a slice).
-// One loop for what every update does first.
+// prep makes k canonical into r.w with its direction bit in r.dir, and
+// hashes it into r.h: one call for what every update does first.
 //
 // The words are ordered so the lower endpoint comes first; r.dir is 0 if
-// the key's Src is the lower endpoint, 1 if not. The order is
-// Key.srcLess's, computed branch-free from the loaded words: a
-// subtract-with-borrow chain over (addr high, addr low, port) yields "Dst
-// endpoint < Src endpoint" as the final borrow. The hash mixes the five
-// words with the table's random seeds into a 32-bit value that is never 0
-// (0 marks an empty slot); the same value is the slot's tag, through
-// fastrange its home index, and through fingerprint its byte in Table.fps.
-func (t *Table) prepAll(k unsafe.Pointer, stride uintptr, rs []pending) {
-	s, n := &t.seed, t.n
-	for i := range rs {
-		r := &rs[i]
-		key := (*Key)(unsafe.Add(k, uintptr(i)*stride))
-		b := (*[40]byte)(unsafe.Pointer(key)) // Key has no padding: its bytes are its fields
-		a0 := binary.LittleEndian.Uint64(b[0:])
-		a1 := binary.LittleEndian.Uint64(b[8:])
-		b0 := binary.LittleEndian.Uint64(b[16:])
-		b1 := binary.LittleEndian.Uint64(b[24:])
-		x := binary.LittleEndian.Uint64(b[32:]) // SrcPort, DstPort, Proto, ICMP type and code, IPVersion
-		// Big-endian values of the address halves (byte swaps), as srcLess compares them.
-		_, c := bits.Sub64(uint64(key.DstPort), uint64(key.SrcPort), 0)
-		_, c = bits.Sub64(bits.ReverseBytes64(b1), bits.ReverseBytes64(a1), c)
-		_, c = bits.Sub64(bits.ReverseBytes64(b0), bits.ReverseBytes64(a0), c)
-		if c != 0 { // Dst < Src: swap the endpoints
-			// Bytes 32..35 are SrcPort, DstPort: swap the two 16-bit halves.
-			a0, a1, b0, b1, x = b0, b1, a0, a1, x&^0xffffffff|(x&0xffff)<<16|(x>>16)&0xffff
-		}
-		r.w[0], r.w[1], r.w[2], r.w[3], r.w[4] = a0, a1, b0, b1, x // not a composite literal: that goes through the stack
-		r.dir = uint8(c)
-		h := uint32(mum(mum(a0^s[0], a1^s[1])^x^s[4], mum(b0^s[2], b1^s[3])^s[5])>>32) | 1
-		r.h = h
-		r.at = fastrange(h, n)
+// k's Src is the lower endpoint, 1 if not. The order is Key.srcLess's,
+// computed branch-free from the loaded words: a subtract-with-borrow chain
+// over (addr high, addr low, port) yields "Dst endpoint < Src endpoint" as
+// the final borrow. The hash mixes the five words with the table's random
+// seeds into a 32-bit value that is never 0 (0 marks an empty slot); the
+// same value is the slot's tag and, through fastrange, its home index.
+func (t *Table) prep(k *Key, r *pending) {
+	b := (*[40]byte)(unsafe.Pointer(k)) // Key has no padding: its bytes are its fields
+	a0 := binary.LittleEndian.Uint64(b[0:])
+	a1 := binary.LittleEndian.Uint64(b[8:])
+	b0 := binary.LittleEndian.Uint64(b[16:])
+	b1 := binary.LittleEndian.Uint64(b[24:])
+	x := binary.LittleEndian.Uint64(b[32:])
+	// Big-endian values of the address halves (byte swaps), as srcLess compares them.
+	_, c := bits.Sub64(uint64(k.DstPort), uint64(k.SrcPort), 0)
+	_, c = bits.Sub64(bits.ReverseBytes64(b1), bits.ReverseBytes64(a1), c)
+	_, c = bits.Sub64(bits.ReverseBytes64(b0), bits.ReverseBytes64(a0), c)
+	if c != 0 { // Dst < Src: swap the endpoints
+		// Bytes 32..35 are SrcPort, DstPort: swap the two 16-bit halves.
+		a0, a1, b0, b1, x = b0, b1, a0, a1, x&^0xffffffff|(x&0xffff)<<16|(x>>16)&0xffff
 	}
+	r.w[0], r.w[1], r.w[2], r.w[3], r.w[4] = a0, a1, b0, b1, x // not a composite literal: that goes through the stack
+	r.dir = uint8(c)
+	s := &t.seed
+	h := mum(mum(a0^s[0], a1^s[1])^x^s[4], mum(b0^s[2], b1^s[3])^s[5])
+	r.h = uint32(h>>32) | 1
 }
 
 // mum is a 64×64→128-bit multiply folded by xor: one multiply spreads every
@@ -94,7 +81,7 @@ func fastrange(h, n uint32) uint32 { return uint32(uint64(h) * uint64(n) >> 32) 
 // counters and times after; 96 bytes in all.
 type slot struct {
 	key   keyWords  // canonical key
-	tag   uint32    // hash(key), never 0 when live; 0 = empty slot (its fingerprint is in Table.fps, which probes read)
+	tag   uint32    // hash(key), never 0 when live; 0 = empty slot (mirrored in Table.tags, which probes read)
 	pkts  [2]uint32 // per canonical sender: [0] lower endpoint, [1] upper
 	iface uint16    // Packet.Iface of the flow's first packet
 	flags [2]uint8  // OR of TCP flags per canonical sender
@@ -118,19 +105,10 @@ const (
 // blockSlots is the number of slots per occupancy count in Table.blocks.
 const blockSlots = 64
 
-// fingerprint is the byte of h that Table.fps holds for a slot of hash h:
-// its low byte, never 0 (h is odd), nearly independent of the home slot
-// (fastrange takes h's high bits).
-func fingerprint(h uint32) uint8 { return uint8(h) }
-
-// fpPad is how many zero fingerprints follow the table's last, so scanFPs
-// can read 8 from any home without a bounds branch.
-const fpPad = 7
-
 // emptyFor returns the first empty slot on h's probe sequence.
 func (t *Table) emptyFor(h uint32) uint32 {
 	i := fastrange(h, t.n)
-	for t.fps[i] != 0 {
+	for t.tags[i] != 0 {
 		if i++; i == t.n {
 			i = 0
 		}
@@ -138,34 +116,24 @@ func (t *Table) emptyFor(h uint32) uint32 {
 	return i
 }
 
-// probe returns the slot of the flow with canonical words w and hash h and
-// true, or the empty slot where its probe ends and false. It reads the
-// fingerprints and touches a slot only where its fingerprint matches.
-func (t *Table) probe(w *keyWords, h uint32) (uint32, bool) {
-	fps, slots, n, fp := t.fps, t.slots, t.n, fingerprint(h)
-	for i := fastrange(h, n); ; {
-		if f := fps[i]; f == fp {
-			if s := &slots[i]; s.tag == h && s.key.eq(w) {
-				return i, true
-			}
-		} else if f == 0 {
-			return i, false
-		}
-		if i++; i == n {
-			i = 0
-		}
-	}
-}
-
 // lookup returns the slot of the flow with packet key k (either direction),
 // or nil.
 func (t *Table) lookup(k *Key) *slot {
 	var r pending
 	t.prep(k, &r)
-	if i, ok := t.probe(&r.w, r.h); ok {
-		return &t.slots[i]
+	h := r.h
+	for i := fastrange(h, t.n); ; {
+		if tg := t.tags[i]; tg == h {
+			if s := &t.slots[i]; s.key.eq(&r.w) {
+				return s
+			}
+		} else if tg == 0 {
+			return nil
+		}
+		if i++; i == t.n {
+			i = 0
+		}
 	}
-	return nil
 }
 
 // remove empties slot i by backward-shift deletion: later members of the
@@ -180,11 +148,11 @@ func (t *Table) remove(i uint32) {
 		if j++; j == n {
 			j = 0
 		}
-		f := t.fps[j]
-		if f == 0 {
+		tag := t.tags[j]
+		if tag == 0 {
 			break
 		}
-		home := fastrange(t.slots[j].tag, n) // tag is the hash: no rehash needed to find home
+		home := fastrange(tag, n) // tag is the hash: no rehash needed to find home
 		// s may fill hole i unless its home lies cyclically in (i, j].
 		var stay bool
 		if i <= j {
@@ -194,22 +162,22 @@ func (t *Table) remove(i uint32) {
 		}
 		if !stay {
 			t.slots[i] = t.slots[j]
-			t.fps[i] = f
+			t.tags[i] = tag
 			t.blocks[i/blockSlots]++
 			t.blocks[j/blockSlots]--
 			i = j
 		}
 	}
 	t.slots[i].tag = 0
-	t.fps[i] = 0
+	t.tags[i] = 0
 }
 
 // firstEmpty returns the index of an empty slot. A sweep that starts just
 // after it never sees a probe cluster wrap past its start, so backward
 // shifts during the sweep only move slots it has not visited yet.
 func (t *Table) firstEmpty() uint32 {
-	for i, f := range t.fps[:t.n] {
-		if f == 0 {
+	for i, tag := range t.tags {
+		if tag == 0 {
 			return uint32(i)
 		}
 	}

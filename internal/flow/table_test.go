@@ -57,15 +57,14 @@ func checkRec(t *testing.T, got Record, want Record) {
 }
 
 func TestSlotLayout(t *testing.T) {
-	// A 96-byte slot and its 1-byte fingerprint in Table.fps.
-	if unsafe.Sizeof(slot{}) != 96 || SlotSize() != 97 {
-		t.Fatalf("slot %d B, SlotSize = %d; want 96, 97", unsafe.Sizeof(slot{}), SlotSize())
+	// A 96-byte slot and its 4-byte tag in Table.tags.
+	if unsafe.Sizeof(slot{}) != 96 || SlotSize() != 100 {
+		t.Fatalf("slot %d B, SlotSize = %d; want 96, 100", unsafe.Sizeof(slot{}), SlotSize())
 	}
 	tb, _ := newTable(t, Config{MaxFlows: 3000})
-	// 3000 + 3000/3 + 1 = 4001 slots: load factor ≤ 0.75, linear in MaxFlows;
-	// fpPad zero fingerprints after the last.
-	if got := tb.MemoryBytes(); got != 4001*97+fpPad || len(tb.fps) != 4001+fpPad || len(tb.slots) != 4001 {
-		t.Fatalf("MemoryBytes = %d, want %d (%d slots, %d fingerprints)", got, 4001*97+fpPad, len(tb.slots), len(tb.fps))
+	// 3000 + 3000/3 + 1 = 4001 slots: load factor ≤ 0.75, linear in MaxFlows.
+	if got := tb.MemoryBytes(); got != 4001*100 || len(tb.tags) != 4001 || len(tb.slots) != 4001 {
+		t.Fatalf("MemoryBytes = %d, want %d (%d slots, %d tags)", got, 4001*100, len(tb.slots), len(tb.tags))
 	}
 }
 
