@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -188,6 +189,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited 60 s for %s", what)
 		}
 	}
+}
+
+// ingestUntil starts an ingest of group and waits until the fake
+// ClickHouse holds n distinct records; the ingest is left running.
+func ingestUntil(t *testing.T, addr string, ch *fakeCH, chURL, group string, batchRows, n int) *Ingest {
+	t.Helper()
+	in := newIngest(t, addr, chURL, group, batchRows)
+	in.Start(context.Background())
+	waitFor(t, fmt.Sprintf("%d records", n), func() bool { got, _ := ch.count(); return got >= n })
+	return in
 }
 
 func stop(t *testing.T, in *Ingest) {

@@ -54,9 +54,7 @@ func TestReplay(t *testing.T) {
 	ch, chURL := newFakeCH(t)
 	produce(t, addr, "", records(0, 3000))
 
-	a := newIngest(t, addr, chURL, "g", 1000)
-	a.Start(context.Background())
-	waitFor(t, "3,000 records", func() bool { n, _ := ch.count(); return n >= 3000 })
+	a := ingestUntil(t, addr, ch, chURL, "g", 1000, 3000)
 	stop(t, a)
 	sa := a.Stats()
 	if sa.Commits != 0 || sa.CommitErrors == 0 || sa.Rows != 3000 {
@@ -120,9 +118,7 @@ func TestMarksOnAssign(t *testing.T) {
 	ch, chURL := newFakeCH(t)
 	produce(t, addr, "", records(0, 2000))
 
-	a := newIngest(t, addr, chURL, "shared", 500)
-	a.Start(context.Background())
-	waitFor(t, "2,000 records", func() bool { n, _ := ch.count(); return n >= 2000 })
+	a := ingestUntil(t, addr, ch, chURL, "shared", 500, 2000)
 	b := newIngest(t, addr, chURL, "shared", 500)
 	b.Start(context.Background())
 	waitFor(t, "the second consumer's replays", func() bool { return b.Stats().Replayed > 0 })

@@ -63,10 +63,7 @@ func TestTopicRecreated(t *testing.T) {
 	addr := c.ListenAddrs()[0]
 	ch, chURL := newFakeCH(t)
 	produce(t, addr, "", records(0, 3000))
-	a := newIngest(t, addr, chURL, "g", 1000)
-	a.Start(context.Background())
-	waitFor(t, "3,000 records", func() bool { n, _ := ch.count(); return n >= 3000 })
-	stop(t, a)
+	stop(t, ingestUntil(t, addr, ch, chURL, "g", 1000, 3000))
 
 	recreateTopic(t, addr)
 	produce(t, addr, "", records(3000, 500))
