@@ -92,11 +92,8 @@ type Ingest struct {
 	stopOnce sync.Once
 
 	marks marks // per partition, the highest offset known inserted
-
-	topicEvery time.Duration // how often the loop checks the topic's ID (topicCheckEvery; tests shorten it)
-	topicNext  time.Time     // when it checks next
-	st         counters
-	lg         logger
+	st    counters
+	lg    logger
 }
 
 // ErrConfig wraps every configuration mistake.
@@ -250,7 +247,6 @@ func (in *Ingest) run(ctx, ictx context.Context) error {
 			}
 		}
 		if b.rows == 0 && len(b.last) == 0 {
-			in.checkTopic(ictx)
 			in.cl.AllowRebalance()
 		}
 	}

@@ -163,44 +163,6 @@ func (in *Ingest) topicKey(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w %s from Kafka: %w", errTopicID, name, err)
 }
 
-// topicCheckEvery is how often a running consumer asks the broker for the
-// topic's ID (a metadata request), to notice its deletion and re-creation.
-const topicCheckEvery = 10 * time.Second
-
-// checkTopic restarts consuming afresh when the topic was deleted and
-// created again under its name since its marks were loaded: franz-go
-// refuses to consume a topic's new incarnation (or, on brokers without
-// topic IDs, stays at the old one's offsets), so the topic is purged from
-// the client and added back; the rebalance that follows assigns the new
-// topic's partitions, whose marks load under its new key. It runs only
-// when no batch is held, at most every topicEvery; an error is counted
-// and the check retried at the next.
-func (in *Ingest) checkTopic(ctx context.Context) {
-	m := &in.marks
-	now := time.Now()
-	if m.topic == "" || now.Before(in.topicNext) {
-		return
-	}
-	every := in.topicEvery
-	if every == 0 {
-		every = topicCheckEvery
-	}
-	in.topicNext = now.Add(every)
-	ctx, cancel := context.WithTimeout(ctx, every)
-	defer cancel()
-	key, err := in.topicKey(ctx)
-	if err != nil || key == m.topic {
-		return
-	}
-	in.st.recreated.Add(1)
-	in.lg.printf("topic-id", "weir ingest: topic %s was deleted and created again (marks of %s, now %s): consuming the new one from its start",
-		in.cfg.Kafka.Topic, m.topic, key)
-	m.topic = ""
-	clear(m.known)
-	in.cl.PurgeTopicsFromClient(in.cfg.Kafka.Topic)
-	in.cl.AddConsumeTopics(in.cfg.Kafka.Topic)
-}
-
 // errTopicID is a failed read of the topic's ID.
 var errTopicID = errors.New("weir ingest: reading the ID of topic")
 

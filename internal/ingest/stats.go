@@ -23,7 +23,7 @@ var insertNames = [numInsert]string{"refused", "unreachable"}
 type counters struct {
 	messages, rows, bytes, inserts, commits atomic.Uint64
 	commitErrors, fetchErrors               atomic.Uint64
-	replayed, markLoads, recreated          atomic.Uint64
+	replayed, markLoads                     atomic.Uint64
 	skipped                                 [numSkip]atomic.Uint64
 	insertErrors, markErrors                [numInsert]atomic.Uint64
 	buffered, lastInsert                    atomic.Int64
@@ -44,7 +44,6 @@ type Stats struct {
 	InsertErrors map[string]uint64 // failed INSERT attempts (each retried), by kind: refused, unreachable
 	OffsetLoads  uint64            // reads of the offsets already inserted (ingest_offsets) at assignments
 	OffsetErrors map[string]uint64 // failed reads and writes of ingest_offsets (each retried), by kind
-	Recreations  uint64            // times the topic was found deleted and created again (a new topic ID) while running
 	LastInsert   time.Time         // when the last insert was acknowledged (zero: none yet)
 }
 
@@ -54,7 +53,7 @@ func (in *Ingest) Stats() Stats {
 	st := Stats{Messages: c.messages.Load(), Rows: c.rows.Load(), Bytes: c.bytes.Load(), Inserts: c.inserts.Load(),
 		Commits: c.commits.Load(), CommitErrors: c.commitErrors.Load(), FetchErrors: c.fetchErrors.Load(),
 		Buffered: int(c.buffered.Load()), Skipped: map[string]uint64{}, InsertErrors: map[string]uint64{},
-		Replayed: c.replayed.Load(), OffsetLoads: c.markLoads.Load(), OffsetErrors: map[string]uint64{}, Recreations: c.recreated.Load()}
+		Replayed: c.replayed.Load(), OffsetLoads: c.markLoads.Load(), OffsetErrors: map[string]uint64{}}
 	for i := range c.skipped {
 		st.Skipped[skipNames[i]] = c.skipped[i].Load()
 	}
@@ -76,8 +75,8 @@ func (in *Ingest) WriteStats(w io.Writer) {
 	fmt.Fprintf(w, "ingest: skipped messages: header %d, version %d, malformed %d, rows %d; insert errors (retried): refused %d, unreachable %d; commit errors %d, fetch errors %d\n",
 		st.Skipped["header"], st.Skipped["version"], st.Skipped["malformed"], st.Skipped["rows"],
 		st.InsertErrors["refused"], st.InsertErrors["unreachable"], st.CommitErrors, st.FetchErrors)
-	fmt.Fprintf(w, "ingest: replayed messages skipped (already inserted) %d; offsets loads %d, errors (retried): refused %d, unreachable %d; topic re-created %d\n",
-		st.Replayed, st.OffsetLoads, st.OffsetErrors["refused"], st.OffsetErrors["unreachable"], st.Recreations)
+	fmt.Fprintf(w, "ingest: replayed messages skipped (already inserted) %d; offsets loads %d, errors (retried): refused %d, unreachable %d\n",
+		st.Replayed, st.OffsetLoads, st.OffsetErrors["refused"], st.OffsetErrors["unreachable"])
 }
 
 // Metric descriptions; docs/metrics.md documents each.
@@ -97,8 +96,6 @@ var (
 	mFetchErrors  = &metrics.Desc{Name: "weir_ingest_fetch_errors_total", Help: "Fetch errors from the brokers (franz-go retries them).", Type: metrics.Counter}
 	mReplayed     = &metrics.Desc{Name: "weir_ingest_replayed_messages_total",
 		Help: "Messages at or below their partition's offset already inserted (read again after a lost commit): skipped, committed.", Type: metrics.Counter}
-	mRecreated = &metrics.Desc{Name: "weir_ingest_topic_recreations_total",
-		Help: "Times the topic was found deleted and created again under its name (a new topic ID) while running: the consumer started it afresh.", Type: metrics.Counter}
 	mOffsetLoads  = &metrics.Desc{Name: "weir_ingest_offsets_loads_total", Help: "Reads of the offsets already inserted (ingest_offsets), at start and assignments.", Type: metrics.Counter}
 	mOffsetErrors = &metrics.Desc{Name: "weir_ingest_offsets_errors_total", Help: "Failed reads and writes of ingest_offsets, each retried, by kind: refused, unreachable.",
 		Type: metrics.Counter, Labels: []string{"kind"}}
@@ -112,7 +109,7 @@ func (in *Ingest) Collector() metrics.Collector { return collector{in} }
 // Describe lists every metric the collector emits.
 func (c collector) Describe() []*metrics.Desc {
 	return []*metrics.Desc{mMessages, mRows, mBytes, mInserts, mCommits, mBuffered, mLast, mSkipped, mInsertErrors, mCommitErrors, mFetchErrors,
-		mReplayed, mRecreated, mOffsetLoads, mOffsetErrors}
+		mReplayed, mOffsetLoads, mOffsetErrors}
 }
 
 // Collect writes the counters.
@@ -138,7 +135,6 @@ func (c collector) Collect(w *metrics.Writer) {
 	w.Sample(mCommitErrors, float64(st.CommitErrors))
 	w.Sample(mFetchErrors, float64(st.FetchErrors))
 	w.Sample(mReplayed, float64(st.Replayed))
-	w.Sample(mRecreated, float64(st.Recreations))
 	w.Sample(mOffsetLoads, float64(st.OffsetLoads))
 	for _, k := range insertNames {
 		w.Sample(mOffsetErrors, float64(st.OffsetErrors[k]), k)
