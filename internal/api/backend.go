@@ -109,6 +109,23 @@ func (b *StoreBackend) Query(ctx context.Context, q *query.Query, live bool) (*q
 	return query.Run(ctx, b.st, q, recs)
 }
 
+// TopSeries is Query for a top N with BinTotals that keeps what the
+// top's series need (query.RunTopSeries): /api/v1/topseries then reads
+// the blocks once.
+func (b *StoreBackend) TopSeries(ctx context.Context, q *query.Query, live bool) (*query.Result, *query.TopSeries, error) {
+	var recs []flow.Record
+	if live {
+		if b.live == nil {
+			return nil, nil, ErrNoLive
+		}
+		var err error
+		if recs, q.Blocks, err = query.LiveSnapshotFunc(ctx, b.st, b.live); err != nil {
+			return nil, nil, err
+		}
+	}
+	return query.RunTopSeries(ctx, b.st, q, recs)
+}
+
 // Live returns the running capture's flows.
 func (b *StoreBackend) Live(ctx context.Context) ([]flow.Record, error) {
 	if b.live == nil {

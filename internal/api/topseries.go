@@ -22,8 +22,10 @@ import (
 // by the groups and time at resolution, without a limit, under the
 // condition that the row is one of the top N ("(condition) and ((sip = a)
 // or …)", as the console's drill-down writes it; null when the top is
-// empty). On the embedded store the top and the totals come from one
-// read of the blocks (query.Query.BinTotals); the series is a second.
+// empty). On the embedded store the top, the totals and (for the
+// shapes query.TopSeries allows) the series come from one read of the
+// blocks (query.Query.BinTotals, query.RunTopSeries); otherwise the
+// series is a second.
 // The queries run one after another in one query slot.
 func (s *Server) handleTopSeries(rw http.ResponseWriter, req *http.Request) *Error {
 	v := req.URL.Query()
@@ -72,6 +74,15 @@ func (s *Server) handleTopSeries(rw http.ResponseWriter, req *http.Request) *Err
 	}
 	defer release()
 	start := time.Now()
+	check := func(res *query.Result) *Error {
+		if len(res.Rows) > s.cfg.MaxRows {
+			s.stats.reject("too_large")
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Param: "limit",
+				Message: "the answer has " + strconv.Itoa(len(res.Rows)) + " rows, more than this server returns (" + strconv.Itoa(s.cfg.MaxRows) +
+					"): give a smaller limit, a coarser resolution, a narrower time range or a condition"}
+		}
+		return nil
+	}
 	run := func(q *query.Query) (*query.Result, *Error) {
 		t := time.Now()
 		res, err := s.cfg.Backend.Query(ctx, q, live)
@@ -79,16 +90,23 @@ func (s *Server) handleTopSeries(rw http.ResponseWriter, req *http.Request) *Err
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
-		if len(res.Rows) > s.cfg.MaxRows {
-			s.stats.reject("too_large")
-			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Param: "limit",
-				Message: "the answer has " + strconv.Itoa(len(res.Rows)) + " rows, more than this server returns (" + strconv.Itoa(s.cfg.MaxRows) +
-					"): give a smaller limit, a coarser resolution, a narrower time range or a condition"}
-		}
-		return res, nil
+		return res, check(res)
 	}
-	topRes, e := run(top)
-	if e != nil {
+	var topRes *query.Result
+	var kept *query.TopSeries // the top's sums per bin, when the backend keeps them: no second read for the series
+	if b, ok := s.cfg.Backend.(topSeriesBackend); ok {
+		t := time.Now()
+		res, ts, err := b.TopSeries(ctx, top, live)
+		s.stats.queryTime(time.Since(t))
+		if err != nil {
+			return s.fail(ctx, err)
+		}
+		if e := check(res); e != nil {
+			return e
+		}
+		topRes, kept = res, ts
+		defer ts.Release()
+	} else if topRes, e = run(top); e != nil {
 		return e
 	}
 	totalsQ := byTime(totalsGroup, top.Cond)
@@ -117,7 +135,13 @@ func (s *Server) handleTopSeries(rw http.ResponseWriter, req *http.Request) *Err
 		if err != nil {
 			return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "the top's condition: " + err.Error()}
 		}
-		series, e := run(byTime(seriesGroup, cond))
+		sq := byTime(seriesGroup, cond)
+		series, ok := kept.Series(sq, topRes)
+		if ok {
+			e = check(series)
+		} else {
+			series, e = run(sq)
+		}
 		if e != nil {
 			return e
 		}
@@ -135,6 +159,13 @@ func (s *Server) handleTopSeries(rw http.ResponseWriter, req *http.Request) *Err
 		timing{"encode", time.Since(ran)})
 	send(rw, req, "application/json", body)
 	return nil
+}
+
+// topSeriesBackend is a Backend that answers a top N with what its
+// series need kept (StoreBackend; query.TopSeries.Series says when it
+// cannot, and the series are then queried).
+type topSeriesBackend interface {
+	TopSeries(ctx context.Context, q *query.Query, live bool) (*query.Result, *query.TopSeries, error)
 }
 
 // topCondition is the condition that keeps the rows of the top's groups:

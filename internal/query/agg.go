@@ -180,13 +180,14 @@ func (g *agg) counters(s *slot) Counters {
 	return c
 }
 
-// merge adds o's groups into g, translating o's interned ids to g's.
-func (g *agg) merge(o *agg) {
-	addrT := make([]uint32, len(o.addrs)+1)
+// merge adds o's groups into g, translating o's interned ids to g's; it
+// returns the translations (o's address id → g's, o's label id → g's).
+func (g *agg) merge(o *agg) (addrT, lblT []uint32) {
+	addrT = make([]uint32, len(o.addrs)+1)
 	for i := range o.addrs {
 		addrT[i+1] = g.addr(&o.addrs[i].a, o.addrs[i].ver)
 	}
-	lblT := make([]uint32, len(o.labels)+1)
+	lblT = make([]uint32, len(o.labels)+1)
 	for i, l := range o.labels {
 		lblT[i+1] = g.label(l)
 	}
@@ -198,6 +199,7 @@ func (g *agg) merge(o *agg) {
 		g.add(k, &c)
 	})
 	o.groups.release()
+	return addrT, lblT
 }
 
 // public expands a compact key.
@@ -246,6 +248,12 @@ func addrOf(a *[16]byte, ver uint8) netip.Addr {
 // or the top Limit per time bin picked with a bounded heap (sorting
 // millions of groups to show ten would dominate the query).
 func (g *agg) rank(q *Query) ([]Row, Counters) {
+	rows, tot, _ := g.rankKeys(q)
+	return rows, tot
+}
+
+// rankKeys is rank that also returns the compact keys of the rows.
+func (g *agg) rankKeys(q *Query) ([]Row, Counters, []gkey) {
 	var tot sums
 	value := func(s *slot) uint64 {
 		if q.Sort == ByDropPackets || q.Sort == ByDropBytes {
@@ -296,15 +304,17 @@ func (g *agg) rank(q *Query) ([]Row, Counters) {
 		return 0
 	})
 	rows := make([]Row, len(pick))
+	keys := make([]gkey, len(pick))
 	for n, s := range pick {
 		rows[n] = Row{Key: g.public(s.k), Counters: g.counters(s)}
+		keys[n] = s.k
 	}
 	total := Counters{Packets: tot.Packets, Bytes: tot.Bytes, RevPackets: tot.RevPackets, RevBytes: tot.RevBytes, Flows: tot.Flows}
 	for _, d := range g.drops { // every key there has a slot: its drops are in the groups
 		total.DropPackets += d[0]
 		total.DropBytes += d[1]
 	}
-	return rows, total
+	return rows, total, keys
 }
 
 // topN keeps the best n slots offered: a heap whose root is the worst

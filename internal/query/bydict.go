@@ -71,6 +71,7 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 			}
 			k.addrs = sc.pack(sc.g.addr(&dict[x], v))
 			sc.g.add(k, &one)
+			sc.log.add(k, sc.totT, &sums{one.Packets, one.Bytes, one.RevPackets, one.RevBytes, 1}, one.DropPackets, one.DropBytes)
 			continue
 		}
 		a.Packets += pk[i]
@@ -92,9 +93,12 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 			if acc[x].Flows != 0 {
 				k.addrs = sc.pack(sc.g.addr(&dict[x], vers[x]))
 				sc.g.groups.find(k).add(&acc[x])
+				var dp, db uint64
 				if drops {
-					sc.g.addDrops(k, accDrops[x][0], accDrops[x][1])
+					dp, db = accDrops[x][0], accDrops[x][1]
+					sc.g.addDrops(k, dp, db)
 				}
+				sc.log.add(k, sc.totT, &acc[x], dp, db)
 			}
 		}
 		return true
@@ -128,6 +132,13 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		}
 		id := ids[j]
 		byID[id].add(&acc[x])
+		if sc.log != nil {
+			var d [2]uint64
+			if drops {
+				d = accDrops[x]
+			}
+			sc.log.add(gkey{addrs: sc.pack(id)}, sc.totT, &acc[x], d[0], d[1])
+		}
 		if drops && accDrops[x] != [2]uint64{} {
 			if int(id) >= len(sc.byIDDrops) {
 				sc.byIDDrops = slices.Grow(sc.byIDDrops, int(id)+1-len(sc.byIDDrops))[:id+1]
@@ -192,6 +203,7 @@ func (sc *scanner) oneKey(c *store.Columns, sel []bool, k gkey) bool {
 	if s.Flows != 0 {
 		sc.g.groups.find(k).add(&s)
 		sc.g.addDrops(k, dp, db)
+		sc.log.add(k, sc.totT, &s, dp, db)
 	}
 	return true
 }

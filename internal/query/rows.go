@@ -43,7 +43,9 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 	if sc.oneBin {
 		k.t = sc.binT
 	}
-	if sc.oneKey(c, p.sel, k) || sc.byDict(c, p.sel, k) {
+	// A block the series log must bin row by row (it spans bins) takes the
+	// row path, which logs each row with its bin.
+	if (sc.log == nil || sc.totOne) && (sc.oneKey(c, p.sel, k) || sc.byDict(c, p.sel, k)) {
 		sc.scanned += int64(c.N)
 		return
 	}
@@ -256,10 +258,21 @@ func (sc *scanner) aggregate(c *store.Columns, p *prep) {
 		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
 		t.findH(keys[j], hs[j]).add(&one)
 	}
-	if hasDrops(c) {
+	drops := hasDrops(c)
+	if drops {
 		dp, db := c.DropPackets[:n], c.DropBytes[:n]
 		for j, i := range idx {
 			sc.g.addDrops(keys[j], dp[i], db[i])
+		}
+	}
+	if sc.log != nil {
+		for j, i := range idx {
+			one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
+			var dp, db uint64
+			if drops {
+				dp, db = c.DropPackets[i], c.DropBytes[i]
+			}
+			sc.log.add(keys[j], sc.bin(c, int(i)), &one, dp, db)
 		}
 	}
 }

@@ -187,6 +187,12 @@ type Result struct {
 // the condition out are skipped unread; the rest are decoded, only in the
 // columns the query needs, on Workers goroutines.
 func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Result, error) {
+	return run(ctx, s, q, live, nil)
+}
+
+// run is Run; with ts, it also keeps each group's sums per bin of
+// q.BinTotals for RunTopSeries (when the query's shape allows it).
+func run(ctx context.Context, s *store.Store, q *Query, live []flow.Record, ts *TopSeries) (*Result, error) {
 	start := time.Now()
 	from, to := bounds(q)
 	res := &Result{Query: q}
@@ -213,6 +219,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	// not one per worker to merge. Each block is decoded once, by one
 	// worker in turn, and shared (ring).
 	parted := workers > 1 && manyGroups(q.Group)
+	if ts != nil {
+		ts.begin(q, blocks, res.Stats.BlocksCorrupt, parted)
+	}
 	scans := make([]*scanner, workers)
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -229,6 +238,9 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	}
 	for w := range scans {
 		sc := newScanner(q, from, to)
+		if ts != nil && ts.ok {
+			sc.log = &binLog{ts: ts}
+		}
 		if parted {
 			sc.part, sc.parts = uint64(w), uint64(workers)
 			sc.in = shared.in
@@ -285,6 +297,7 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 			for i, sc := range scans {
 				if i == 0 || parted {
 					sc.rows(&cols, true)
+					sc.log.check()
 				}
 			}
 		}
@@ -316,15 +329,20 @@ func Run(ctx context.Context, s *store.Store, q *Query, live []flow.Record) (*Re
 	} else {
 		g := scans[0].g
 		for _, sc := range scans[1:] {
-			g.merge(sc.g)
-			sc.g = nil // let the collector have it
+			addrT, lblT := g.merge(sc.g)
+			sc.log.translate(addrT, lblT) // the series' keys in g's ids
+			sc.g = nil                    // let the collector have it
 		}
 		if g.tooMany {
 			return nil, errTooManyLabels()
 		}
 		res.Stats.Groups = g.groups.n
-		res.Rows, res.Totals = g.rank(q)
+		var top []gkey
+		res.Rows, res.Totals, top = g.rankKeys(q)
 		g.groups.release()
+		if ts != nil {
+			ts.end(g, top, scans)
+		}
 	}
 	if q.BinTotals > 0 {
 		res.BinTotals = binTotals(scans)
@@ -375,6 +393,7 @@ type scanner struct {
 	tot               map[int64]*Counters // BinTotals' sums per bin start
 	totT              int64               // the block's bin of BinTotals, when totOne
 	totOne            bool                // the block's rows all start in bin totT (totBin)
+	log               *binLog             // RunTopSeries: the sums per group and bin (nil: not kept)
 }
 
 func newScanner(q *Query, from, to int64) *scanner {
@@ -449,6 +468,7 @@ func (sc *scanner) block(s *store.Store, b *store.BlockInfo) error {
 	sc.totT, sc.totOne = sc.totBin(b, whole)
 	sc.use(st, whole, &sc.cols, nil)
 	sc.oneBin, sc.totOne = false, false
+	sc.log.check()
 	return nil
 }
 
