@@ -38,16 +38,30 @@ func (b noBinTotals) Query(ctx context.Context, q *query.Query, live bool) (*que
 func TestTopSeries(t *testing.T) {
 	_, ts := newTestServer(t, Config{})
 	_, tsPlain := newTestServer(t, Config{Backend: noBinTotals{NewStoreBackend(smallStore(t), nil)}})
-	for _, params := range []string{
-		"group=sip&resolution=1h",
-		"group=talk_conv&condition=dport+%3D+443&limit=5&resolution=10m",
-		"group=dport,proto&sort=packets:in&ascending=true&resolution=6h&from=2026-01-01T06:00:00Z&to=2026-01-02T03:30:00Z",
-		"group=dip&iface=eth1&sort=flows&resolution=1h",
-		"group=sip&condition=dport+%3D+1&resolution=1h", // nothing matches
+	for _, c := range []struct {
+		params string
+		series string // how the store's series came (Server-Timing): kept from the top's pass, read again, none
+	}{
+		{"group=sip&resolution=1h", "kept"},
+		{"group=talk_conv&condition=dport+%3D+443&limit=5&resolution=10m", "read"}, // two addresses: partitioned workers
+		{"group=dport,proto&sort=packets:in&ascending=true&resolution=6h&from=2026-01-01T06:00:00Z&to=2026-01-02T03:30:00Z", "kept"},
+		{"group=dip&iface=eth1&sort=flows&resolution=1h", "kept"},
+		{"group=sip&condition=dport+%3D+1&resolution=1h", "none"},                           // nothing matches
+		{"group=sip&condition=sip+%3D+%3A%3A%2F0&sort=flows&limit=4&resolution=2h", "kept"}, // IPv6 sources, ranked by flows: ties
+		{"group=proto&sort=flows&ascending=true&resolution=30m&from=2026-01-01T05:17:00Z&to=2026-01-01T13:44:00Z", "kept"},
+		{"group=iface&resolution=10m", "kept"},
+		{"group=node&limit=3&resolution=1h", "kept"},
+		{"group=dip,sport&limit=3&resolution=1h", "read"},
+		{"group=sip&resolution=1h&from=2030-01-01T00:00:00Z&to=2030-01-02T00:00:00Z", "none"}, // an empty range
+		{"group=sip&resolution=1m&from=2026-01-01T02:10:00Z&to=2026-01-01T03:00:00Z", "kept"}, // bins finer than a block
 	} {
-		code, _, body := get(t, ts, "/api/v1/topseries?"+params)
+		params := c.params
+		code, h, body := get(t, ts, "/api/v1/topseries?"+params)
 		if code != http.StatusOK {
 			t.Fatalf("%s: %d %s", params, code, body)
+		}
+		if m := regexp.MustCompile(`series;desc=(\w+);`).FindStringSubmatch(h.Get("Server-Timing")); m == nil || m[1] != c.series {
+			t.Errorf("%s: Server-Timing %q, want the series %s", params, h.Get("Server-Timing"), c.series)
 		}
 		_, _, plain := get(t, tsPlain, "/api/v1/topseries?"+params)
 		if !bytes.Equal(maskElapsed(body), maskElapsed(plain)) {
@@ -120,7 +134,7 @@ func TestTopSeries(t *testing.T) {
 		// The series add up to the top rows, the bins to the totals.
 		key := func(r map[string]any) string {
 			delete(r, "time")
-			k, _ := json.Marshal(map[string]any{"sip": r["sip"], "dip": r["dip"], "dport": r["dport"], "proto": r["proto"]})
+			k, _ := json.Marshal(map[string]any{"sip": r["sip"], "dip": r["dip"], "sport": r["sport"], "dport": r["dport"], "proto": r["proto"], "iface": r["iface"], "node": r["node"]})
 			return string(k)
 		}
 		sums := map[string]float64{}
