@@ -384,6 +384,23 @@ func (s *sharded) findH(k gkey, h uint64) *sums {
 // slotAddr is the address of the slot hash h starts probing at.
 func (s *sharded) slotAddr(h uint64) uintptr { return s.shard(h).slotAddr(h) }
 
+// reserve sizes the shards for n more groups spread by hash, so that
+// adding them does not grow each table step by step (a copy and, past
+// hugeMin, a fresh mapping per doubling).
+func (s *sharded) reserve(n int) {
+	per := (s.n+n)/shards + (s.n+n)/shards/8 + 16 // a margin for the hash's spread
+	for i := range s.t {
+		t := &s.t[i]
+		size := max(len(t.slots), 16)
+		for per >= size*7/10 {
+			size *= 2
+		}
+		if size > len(t.slots) {
+			t.resize(size)
+		}
+	}
+}
+
 // each calls fn for every group.
 func (s *sharded) each(fn func(*slot)) {
 	for i := range s.t {
@@ -470,10 +487,13 @@ func (t *table) findH(k gkey, h uint64) *sums {
 }
 
 // grow doubles the table.
-func (t *table) grow() {
+func (t *table) grow() { t.resize(2 * len(t.slots)) }
+
+// resize moves the table's groups to a table of size slots (a power of
+// two, above its load limit).
+func (t *table) resize(size int) {
 	old, free := t.slots, t.free
-	f := 2
-	t.init(f * len(old))
+	t.init(size)
 	for i := range old {
 		// Rehashing lands every group at a random slot of the new table:
 		// prefetch the one aheadRows slots on, as the row loop does.

@@ -152,6 +152,13 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 
 // flushByID moves byDict's sums into the group table.
 func (sc *scanner) flushByID() {
+	n := 0
+	for id := range sc.byID {
+		if sc.byID[id].Flows != 0 {
+			n++
+		}
+	}
+	sc.g.groups.reserve(n)
 	for id := range sc.byID {
 		if sc.byID[id].Flows != 0 {
 			k := gkey{addrs: sc.pack(uint32(id))}

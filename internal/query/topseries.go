@@ -170,8 +170,11 @@ func (ts *TopSeries) Series(sq *Query, top *Result) (*Result, bool) {
 	}
 	start := time.Now()
 	in := make(map[gkey]bool, len(ts.top))
+	var maybe [1 << 16 / 64]uint64 // the top's keys' bits: most entries are ruled out without a map lookup
 	for _, k := range ts.top {
 		in[k] = true
+		h := topBit(k.addrs, k.rest)
+		maybe[h/64] |= 1 << (h % 64)
 	}
 	a := &agg{addrs: ts.names.addrs, labels: ts.names.labels}
 	a.groups.init()
@@ -180,7 +183,7 @@ func (ts *TopSeries) Series(sq *Query, top *Result) (*Result, bool) {
 			ch := ch[:l.fill(c)]
 			for i := range ch {
 				e := &ch[i]
-				if in[gkey{addrs: e.k.addrs, rest: e.k.rest}] {
+				if h := topBit(e.k.addrs, e.k.rest); maybe[h/64]&(1<<(h%64)) != 0 && in[gkey{addrs: e.k.addrs, rest: e.k.rest}] {
 					a.groups.find(e.k).add(&e.s)
 				}
 			}
@@ -200,6 +203,11 @@ func (ts *TopSeries) Series(sq *Query, top *Result) (*Result, bool) {
 	a.groups.release()
 	res.Stats.Elapsed = time.Since(start)
 	return res, true
+}
+
+// topBit is a group's bit (of 65,536) in Series' filter of the top's keys.
+func topBit(addrs, rest uint64) uint64 {
+	return (addrs*0x9e3779b97f4a7c15 ^ rest*0xc2b2ae3d27d4eb4f) >> 48
 }
 
 // add logs sums s (and drops dp, db) of group k in the bin starting at t.
