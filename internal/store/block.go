@@ -149,6 +149,9 @@ type blockEncoder struct {
 	u16     []uint16          // rows' ports: source, then
 	u16b    []uint16          // destination
 	cv      [numCols][]uint64 // extracted integer columns
+	end     []uint64          // rows' End (putEnd)
+	ident   []int32           // 0, 1, 2, ...: the rank of rows already in order
+	ord     []flow.Record     // rows gathered into Start order, when a rare column needs them
 	tup     []uint64          // rows' service tuples (tupleOf)
 	ratio   []uint64          // RevPackets as ratios of Packets (putRevPackets)
 	nonZero [numCols]uint64   // OR of each sparse column's values (strings: lengths; addresses: their words)
@@ -221,8 +224,9 @@ func (e *blockEncoder) putInts(id int, signed, delta, dict bool) (lo, hi uint64)
 }
 
 // extract copies the integer fields into column slices in one pass over
-// the records (each record's cache lines are read once).
-func (e *blockEncoder) extract(recs []flow.Record) {
+// the records (each record's cache lines are read once); recs[i] is row
+// rank[i] of the block.
+func (e *blockEncoder) extract(recs []flow.Record, rank []int32) {
 	n := len(recs)
 	for _, id := range intCols {
 		e.cv[id] = slices.Grow(e.cv[id][:0], n)[:n]
@@ -232,7 +236,9 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	fl, rfl, er, vl := e.cv[cTCPFlags][:n], e.cv[cRevTCPFlags][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n]
 	st, dp := e.cv[cStart][:n], e.cv[cDstPort][:n]
 	tup := slices.Grow(e.tup[:0], n)[:n]
-	e.tup = tup
+	en := slices.Grow(e.end[:0], n)[:n]
+	e.tup, e.end = tup, en
+	rank = rank[:n]
 	// The sparse fields are only ORed here: they are zero in nearly every
 	// block, whose columns are then left out without another pass.
 	var ordp, ordb, orsm, orrs uint64
@@ -240,11 +246,12 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 	enr := false
 	for i := range recs {
 		r := &recs[i]
-		ipv[i], pr[i], it[i], ic[i] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
-		pk[i], by[i], rpk[i], rby[i] = r.Packets, r.Bytes, r.RevPackets, r.RevBytes
-		fl[i], rfl[i], er[i], vl[i] = uint64(r.TCPFlags), uint64(r.RevTCPFlags), uint64(r.EndReason), uint64(r.VLAN)
-		st[i], dp[i] = uint64(r.Start), uint64(r.Key.DstPort)
-		tup[i] = tupleOf(r.Key.DstPort, r.Key.Proto, r.Key.ICMPType, r.Key.ICMPCode, r.TCPFlags, r.RevTCPFlags)
+		j := rank[i] // records read in memory order, values written at their row
+		ipv[j], pr[j], it[j], ic[j] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
+		pk[j], by[j], rpk[j], rby[j] = r.Packets, r.Bytes, r.RevPackets, r.RevBytes
+		fl[j], rfl[j], er[j], vl[j] = uint64(r.TCPFlags), uint64(r.RevTCPFlags), uint64(r.EndReason), uint64(r.VLAN)
+		st[j], dp[j], en[j] = uint64(r.Start), uint64(r.Key.DstPort), uint64(r.End)
+		tup[j] = tupleOf(r.Key.DstPort, r.Key.Proto, r.Key.ICMPType, r.Key.ICMPCode, r.TCPFlags, r.RevTCPFlags)
 		ordp, ordb, orsm = ordp|r.DropPackets, ordb|r.DropBytes, orsm|uint64(r.Sampling)
 		orrs |= uint64(len(r.DropReason))
 		n := &r.PostNAT
@@ -267,6 +274,39 @@ func (e *blockEncoder) extract(recs []flow.Record) {
 // addrWords is the OR of an address's two 64-bit halves: 0 only for ::.
 func addrWords(a *[16]byte) uint64 {
 	return binary.LittleEndian.Uint64(a[:8]) | binary.LittleEndian.Uint64(a[8:])
+}
+
+// identity returns 0, 1, ..., n-1: the rank of rows already in order.
+func (e *blockEncoder) identity(n int) []int32 {
+	for i := len(e.ident); i < n; i++ {
+		e.ident = append(e.ident, int32(i))
+	}
+	return e.ident[:n]
+}
+
+// needOrder says whether a pass other than extract's and putAddrsPorts'
+// reads the rows (src, as extract saw them): a sparse column in use,
+// enrichment, or node names that differ (one name is the same in any
+// order).
+func (e *blockEncoder) needOrder(src []flow.Record) bool {
+	z := &e.nonZero
+	for _, id := range [...]int{cDropPackets, cDropBytes, cDropReason, cSampling, cNATSrcAddr, cNATDstAddr,
+		cNATVersion, cNATSrcPort, cNATDstPort, cVerdict, cRule, cMark, cZone} {
+		if z[id] != 0 {
+			return true
+		}
+	}
+	if e.enr {
+		return true
+	}
+	if z[cNode] != 0 {
+		for i := range src {
+			if src[i].Node != src[0].Node {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // intCols are the columns extract fills.
@@ -414,16 +454,18 @@ const parallelMin = 1024
 
 // putAddrsPorts encodes the address and port columns and fills their
 // bloom filters.
-func (e *blockEncoder) putAddrsPorts(recs []flow.Record, blooms *[numBlooms]bloom) {
+func (e *blockEncoder) putAddrsPorts(recs []flow.Record, rank []int32, blooms *[numBlooms]bloom) {
 	// One pass over the records for all four fields: on the second core
 	// the records are not in cache, and each pass cost a miss a record.
+	// recs[i] is row rank[i].
 	n := len(recs)
 	src, dst := slices.Grow(e.addrs[:0], n)[:n], slices.Grow(e.addrs2[:0], n)[:n]
 	sp, dp := slices.Grow(e.u16[:0], n)[:n], slices.Grow(e.u16b[:0], n)[:n]
 	e.addrs, e.addrs2, e.u16, e.u16b = src, dst, sp, dp
+	rank = rank[:n]
 	for i := range recs {
-		k := &recs[i].Key
-		src[i], dst[i], sp[i], dp[i] = k.SrcAddr, k.DstAddr, k.SrcPort, k.DstPort
+		k, j := &recs[i].Key, rank[i]
+		src[j], dst[j], sp[j], dp[j] = k.SrcAddr, k.DstAddr, k.SrcPort, k.DstPort
 	}
 	e.putAddr(cSrcAddr, src, &blooms[bloomSrcAddr])
 	e.putAddr(cDstAddr, dst, &blooms[bloomDstAddr])
@@ -431,10 +473,23 @@ func (e *blockEncoder) putAddrsPorts(recs []flow.Record, blooms *[numBlooms]bloo
 	e.portBloom(dp, &blooms[bloomDstPort])
 }
 
-// encode appends the block for recs to dst.
+// encode appends the block for recs (in Start order) to dst.
 func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHeader) {
+	return e.encodeRanked(dst, recs, nil, nil)
+}
+
+// encodeRanked appends the block whose row j is src[perm[j]] to dst;
+// rank is perm's inverse (both nil: src is in order). The hot passes read
+// src in memory order and write each value at its row, so the records are
+// not gathered (a random 312-byte copy a row); only a block that uses a
+// rare column (drops, NAT, conntrack, enrichment, differing nodes) is.
+func (e *blockEncoder) encodeRanked(dst []byte, src []flow.Record, perm, rank []int32) ([]byte, *blockHeader) {
 	e.payload = e.payload[:0]
-	e.rows = len(recs)
+	e.rows = len(src)
+	if rank == nil {
+		rank = e.identity(len(src))
+	}
+	recs := src // the rows in Start order once gathered; src itself while no pass needs their order
 	// Addresses and ports (about 45% of the work) are encoded on a second
 	// goroutine with its own scratch while this one does the rest; the
 	// payload holds the rest first, so the counters a group-by reads sit
@@ -450,10 +505,17 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.putAddrsPorts(recs, &e.blooms)
+			a.putAddrsPorts(src, rank, &e.blooms)
 		}()
 	}
-	e.extract(recs)
+	e.extract(src, rank)
+	if perm != nil && e.needOrder(src) {
+		e.ord = slices.Grow(e.ord[:0], len(src))[:len(src)]
+		for j, k := range perm {
+			e.ord[j] = src[k]
+		}
+		recs = e.ord
+	}
 	// The sparse columns first: a query that does not read them never has
 	// them inside the byte span it reads. Nearly always they are left out.
 	e.omit = 0
@@ -475,7 +537,7 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 	// planes, a few bytes a block; none (""): left out.
 	e.cutNode = e.putStrs(cNode, recs)
 	minStart, _ := e.putCol(cStart, true, true, false)
-	e.putEnd(recs)
+	e.putEnd()
 	maxEnd := e.cols[cEnd].max
 	if !e.putTuple() {
 		e.putCol(cDstPort, false, false, true)
@@ -500,7 +562,7 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 		}
 		e.payload = append(e.payload, a.payload...)
 	} else {
-		e.putAddrsPorts(recs, &e.blooms)
+		e.putAddrsPorts(src, rank, &e.blooms)
 	}
 
 	h := &blockHeader{rows: len(recs), minStart: int64(minStart), maxEnd: int64(maxEnd)}
@@ -550,18 +612,17 @@ func (e *blockEncoder) encode(dst []byte, recs []flow.Record) ([]byte, *blockHea
 // compressed. Rows sorted by Start make End-Start the smaller as a rule, so
 // End itself is compressed only when its raw stream is already smaller
 // than End-Start's stored bytes (e.g. a constant End).
-func (e *blockEncoder) putEnd(recs []flow.Record) {
-	e.u = slices.Grow(e.u[:0], len(recs))[:len(recs)]
-	for i := range recs {
-		e.u[i] = uint64(recs[i].End - recs[i].Start)
+func (e *blockEncoder) putEnd() {
+	st, en := e.cv[cStart], e.end
+	e.u = slices.Grow(e.u[:0], len(en))[:len(en)]
+	for i := range en {
+		e.u[i] = en[i] - st[i]
 	}
 	var enc, relEnc, comp, relComp uint8
 	var data, rel []byte
 	e.alt, relEnc, _, _ = e.ie.encodeInts(e.alt[:0], e.u, true, true, false)
 	rel, relComp, e.comp2 = e.compress(e.comp2, relEnc, e.alt)
-	for i := range recs {
-		e.u[i] = uint64(recs[i].End)
-	}
+	copy(e.u, en)
 	var lo, hi uint64
 	e.stream, enc, lo, hi = e.ie.encodeInts(e.stream[:0], e.u, true, true, false)
 	if len(e.stream) < len(rel) {

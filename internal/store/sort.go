@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -9,27 +10,50 @@ import (
 )
 
 // prepare rounds a block's times to the store's precision and returns its
-// rows sorted by Start (stable), in s.sorted: Start then delta-encodes into
-// a few bits a row (random nanosecond Starts cost 5 bytes a row each for
-// Start and End; at 1 ms, sorted, about 1 and 2.3). Readers get rows in
-// Start order. It sorts 16-byte (Start, index) pairs and then moves each
-// record once, not 100-byte records at every swap. sorted says recs
-// arrived in Start order, and lo and hi are their least and greatest
-// Start (Write keeps all three as rows go in), so one pass rounds the
-// times and makes the sort keys.
+// rows sorted by Start (stable), in s.sorted: order, then each record
+// moved once. The write path itself encodes from order's permutation
+// (blockEncoder.encodeRanked) and gathers only when it must.
 func (s *Store) prepare(recs []flow.Record, sorted bool, lo, hi int64) []flow.Record {
-	prec := int64(s.cfg.TimePrecision)
-	if prec > 1 {
-		lo, hi = floorTo(lo, prec), floorTo(hi, prec)
+	recs, perm, _ := s.order(recs, sorted, lo, hi)
+	return s.gather(recs, perm)
+}
+
+// gather returns recs in the order perm gives (row j is recs[perm[j]]),
+// in s.sorted; perm nil: recs itself.
+func (s *Store) gather(recs []flow.Record, perm []int32) []flow.Record {
+	if perm == nil {
+		return recs
 	}
-	// Sort (Start, index) packed in one uint64 when the block's Start span
-	// in precision units fits beside the row index: a plain integer sort,
-	// stable by construction. Otherwise sort indexes by Start, stably.
-	unit := uint64(max(prec, 1))
-	if uint64(hi-lo) < 1<<(64-idxBits) {
-		unit = 1 // no division needed to fit
+	out := slices.Grow(s.sorted[:0], len(recs))[:len(recs)]
+	for j, k := range perm {
+		out[j] = recs[k]
 	}
-	packed := !sorted && hi >= lo && uint64(hi-lo)/unit < 1<<(64-idxBits) && len(recs) <= 1<<idxBits
+	s.sorted = out
+	return out
+}
+
+// order rounds a block's times to the store's precision (in place) and
+// returns the rows' stable order by Start: row j of the block is
+// recs[perm[j]], and rank[i] is where recs[i] goes (perm's inverse); both
+// nil when recs arrived in Start order. Start then delta-encodes into a
+// few bits a row (random nanosecond Starts cost 5 bytes a row each for
+// Start and End; at 1 ms, sorted, about 1 and 2.3). It sorts 8-byte
+// (Start, index) keys, not 312-byte records. sorted says recs arrived in
+// Start order, and lo and hi are their least and greatest Start (Write
+// keeps all three as rows go in), so one pass rounds the times and makes
+// the sort keys.
+func (s *Store) order(recs []flow.Record, sorted bool, lo, hi int64) (rows []flow.Record, perm, rank []int32) {
+	prec := int64(max(s.cfg.TimePrecision, 1))
+	lo, hi = floorTo(lo, prec), floorTo(hi, prec)
+	// Sort (Start in precision units, index) packed in one uint64 when the
+	// block's span fits beside the row index: a plain integer sort, stable
+	// by construction, and at 1 ms a 5-minute block's keys are 19 bits, two
+	// radix passes (nanoseconds took four). The quotient is the rounding's
+	// own division. Otherwise sort indexes by Start, stably. Far from the
+	// int64 ends no rounding wraps, so units and rounded Starts agree.
+	qlo, qhi := lo/prec, hi/prec
+	packed := !sorted && hi >= lo && lo > math.MinInt64/2 && hi < math.MaxInt64/2 &&
+		uint64(qhi-qlo) < 1<<(64-idxBits) && len(recs) <= 1<<idxBits
 	var keys []uint64
 	if packed {
 		keys = slices.Grow(s.sortKeys[:0], len(recs))[:len(recs)]
@@ -37,8 +61,12 @@ func (s *Store) prepare(recs []flow.Record, sorted bool, lo, hi int64) []flow.Re
 	}
 	for i := range recs {
 		r := &recs[i]
+		q := r.Start
 		if prec > 1 {
-			r.Start = floorTo(r.Start, prec)
+			if q = r.Start / prec; q*prec > r.Start { // floor, one division
+				q--
+			}
+			r.Start = q * prec
 			r.End = -floorTo(-r.End, prec) // ceiling
 		}
 		if packed {
@@ -46,31 +74,32 @@ func (s *Store) prepare(recs []flow.Record, sorted bool, lo, hi int64) []flow.Re
 				packed = false
 				continue
 			}
-			keys[i] = uint64(r.Start-lo)/unit<<idxBits | uint64(i)
+			keys[i] = uint64(q-qlo)<<idxBits | uint64(i)
 		}
 	}
 	if sorted {
-		return recs
+		return recs, nil, nil
 	}
-	mask := uint64(1)<<idxBits - 1
+	perm = slices.Grow(s.sortPerm[:0], len(recs))[:len(recs)]
+	rank = slices.Grow(s.sortRank[:0], len(recs))[:len(recs)]
+	s.sortPerm, s.sortRank = perm, rank
 	if packed {
 		s.sortTmp = slices.Grow(s.sortTmp[:0], len(keys))[:len(keys)]
 		keys = radixSort(keys, s.sortTmp, idxBits)
-	} else {
-		keys = slices.Grow(s.sortKeys[:0], len(recs))[:len(recs)]
-		s.sortKeys = keys
-		for i := range keys {
-			keys[i] = uint64(i)
+		const mask = 1<<idxBits - 1
+		for j, k := range keys {
+			perm[j] = int32(k & mask)
 		}
-		slices.SortStableFunc(keys, func(a, b uint64) int { return cmp.Compare(recs[a].Start, recs[b].Start) })
-		mask = ^uint64(0)
+	} else {
+		for i := range perm {
+			perm[i] = int32(i)
+		}
+		slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(recs[a].Start, recs[b].Start) })
 	}
-	out := slices.Grow(s.sorted[:0], len(recs))[:len(recs)]
-	for j, k := range keys {
-		out[j] = recs[k&mask]
+	for j, k := range perm {
+		rank[k] = int32(j)
 	}
-	s.sorted = out
-	return out
+	return recs, perm, rank
 }
 
 // idxBits is the row-index part of a packed sort key (MaxBlockRows fits).

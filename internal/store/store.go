@@ -179,6 +179,8 @@ type Store struct {
 	jbuf         []byte   // an index journal record
 	sortKeys     []uint64 // writeout scratch: rows ordered by Start
 	sortTmp      []uint64
+	sortPerm     []int32 // rows' Start order and its inverse (order)
+	sortRank     []int32
 	sorted       []flow.Record
 	lastWriteout time.Time
 	closed       bool

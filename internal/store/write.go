@@ -439,13 +439,22 @@ func (s *Store) appendBlocks(p *wpart) error {
 	x := p.idx
 	nx := &index{epoch: x.epoch, gen: x.gen + 1, dataLen: x.dataLen, iface: x.iface}
 	nx.entries = x.entries[:len(x.entries):len(x.entries)]
-	rows := s.prepare(p.pend, p.sorted, p.minStart, p.maxStart)
+	rows, perm, rank := s.order(p.pend, p.sorted, p.minStart, p.maxStart)
+	// Cutting is needed in the rows' Start order; whether it is needed at
+	// all is not (its sums do not depend on order): rows that fit one block
+	// are encoded from the permutation, not gathered.
+	if perm != nil && blockCut(rows) < len(rows) {
+		rows, perm, rank = s.gather(rows, perm), nil, nil
+	}
 	var err error
 	var wrote int64
 	for len(rows) > 0 && err == nil {
-		k := blockCut(rows)
+		k := len(rows)
+		if perm == nil {
+			k = blockCut(rows)
+		}
 		var h *blockHeader
-		s.buf, h = s.benc.encode(s.buf[:0], rows[:k])
+		s.buf, h = s.benc.encodeRanked(s.buf[:0], rows[:k], perm, rank)
 		rows = rows[k:]
 		s.encodeWarnings(p.dir)
 		if err = s.inject("write", p.f.Name()); err == nil {
