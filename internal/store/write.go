@@ -549,9 +549,12 @@ func (s *Store) encodeWarnings(dir string) {
 // a workload, service or node string column would pass maxColRaw (readers
 // refuse a larger column).
 func blockCut(rows []flow.Record) int {
+	const per = 8 // a row's index bytes and an entry's length, at most
+	if int64(len(rows))*(maxLongStr+per) <= maxColRaw-1024 {
+		return len(rows) // no column can pass the bound: no pass over the rows
+	}
 	var sum [3][3]int64 // src workload, dst workload, service: three strings each
 	var node int64
-	const per = 8 // a row's index bytes and an entry's length, at most
 	for i := range rows {
 		r := &rows[i]
 		if node += int64(min(len(r.Node), maxLongStr)) + per; node > maxColRaw-1024 {

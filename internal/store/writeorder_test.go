@@ -160,3 +160,27 @@ func TestWriteGoldenBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockCut: rows whose node names would pass maxColRaw are cut where
+// the column's bytes would pass it, also past the row count below which
+// blockCut needs no pass over the rows; rows that fit are not cut.
+func TestBlockCut(t *testing.T) {
+	long := string(make([]byte, maxLongStr+100)) // counted at maxLongStr
+	for _, tc := range []struct {
+		rows int
+		node string
+		want int
+	}{
+		{5000, long, 5000},
+		{70_000, "n", 70_000},
+		{70_000, long, (maxColRaw - 1024) / (maxLongStr + 8)},
+	} {
+		rows := make([]flow.Record, tc.rows)
+		for i := range rows {
+			rows[i].Node = tc.node
+		}
+		if got := blockCut(rows); got != tc.want {
+			t.Errorf("%d rows with %d-byte nodes: cut at %d, want %d", tc.rows, len(tc.node), got, tc.want)
+		}
+	}
+}
