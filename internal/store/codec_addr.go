@@ -22,8 +22,17 @@ type addrTable struct {
 	order []int32
 	rank  []uint64
 	hist  [256]uint32
-	delta []byte // deltaV4's scratch
-	last  int    // slots the last build ended with: the next starts there
+	delta []byte   // deltaV4's scratch
+	last  int      // slots the last build ended with: the next starts there
+	tab4  []v4Slot // IPv4-mapped addresses' table
+	last4 int      // tab4's slots the last build ended with
+}
+
+// v4Slot is an IPv4-mapped address's slot: its last 4 bytes and its
+// dictionary index + 1 (0: empty).
+type v4Slot struct {
+	key  uint32
+	slot int32
 }
 
 // addrSlot is one hash table slot: key, dictionary index and epoch stamp
@@ -45,54 +54,94 @@ func addrHash(a *[16]byte) uint64 {
 const addrTableMin = 1024
 
 // build collects the distinct addresses of v in first-appearance order
-// with their counts and each row's index.
+// with their counts and each row's index. IPv4-mapped addresses (nearly
+// all) are found through a table of 8-byte slots keyed by their last 4
+// bytes, a third of a full slot's size, so more of it stays in cache
+// (the full table's probes were its cost); the others through the full
+// table. Both add to one dictionary.
 func (t *addrTable) build(v [][16]byte) {
 	full := 16
 	for full < 2*len(v) {
 		full <<= 1
 	}
 	size := min(max(addrTableMin, t.last), full) // consecutive blocks are alike: few doublings
+	size4 := min(max(addrTableMin, t.last4), full)
 	t.dict = t.dict[:0]
 	t.count = t.count[:0]
 	t.rehash(size)
+	t.rehash4(size4)
 	tab := t.tab[:size] // a table kept from a larger block: use its first size slots
 	mask := uint64(size - 1)
+	tab4, mask4, sh4 := t.tab4[:size4], uint64(size4-1), uint(64-bits.TrailingZeros(uint(size4)))
+	n4 := 0 // entries in tab4; the rest are tab's
 	t.idx = slices.Grow(t.idx[:0], len(v))[:len(v)]
 	for i := range v {
 		a := &v[i]
 		h0 := binary.LittleEndian.Uint64(a[0:8])
 		h1 := binary.LittleEndian.Uint64(a[8:16])
-		hh := mix64(h0*0x9e3779b97f4a7c15 ^ h1)
-		h := hh & mask
-		var e *addrSlot
-		for {
-			e = &tab[h]
-			if e.stamp != t.epoch {
-				if 2*len(t.dict) >= size && size < full {
-					size *= 2
-					t.rehash(size)
-					tab, mask = t.tab[:size], uint64(size-1)
-					h = hh & mask
-					continue
+		var s int32
+		if h0 == 0 && uint32(h1) == 0xffff0000 { // v4Mapped
+			k := uint32(h1 >> 32)
+			hh := uint64(k) * 0x9e3779b97f4a7c15 // multiplicative hash: its top bits index
+			h := hh >> sh4
+			for {
+				e := &tab4[h]
+				if e.slot == 0 {
+					if 2*n4 >= size4 && size4 < full {
+						size4 *= 2
+						t.rehash4(size4)
+						tab4, mask4, sh4 = t.tab4[:size4], uint64(size4-1), sh4-1
+						h = hh >> sh4
+						continue
+					}
+					n4++
+					s = int32(len(t.dict))
+					*e = v4Slot{key: k, slot: s + 1}
+					t.dict = append(t.dict, *a)
+					t.count = append(t.count, 0)
+					break
 				}
-				*e = addrSlot{hi: h0, lo: h1, slot: int32(len(t.dict)), stamp: t.epoch}
-				t.dict = append(t.dict, *a)
-				t.count = append(t.count, 0)
-				break
+				if e.key == k {
+					s = e.slot - 1
+					break
+				}
+				h = (h + 1) & mask4
 			}
-			if e.hi == h0 && e.lo == h1 {
-				break
+		} else {
+			hh := mix64(h0*0x9e3779b97f4a7c15 ^ h1)
+			h := hh & mask
+			var e *addrSlot
+			for {
+				e = &tab[h]
+				if e.stamp != t.epoch {
+					if 2*(len(t.dict)-n4) >= size && size < full {
+						size *= 2
+						t.rehash(size)
+						tab, mask = t.tab[:size], uint64(size-1)
+						h = hh & mask
+						continue
+					}
+					*e = addrSlot{hi: h0, lo: h1, slot: int32(len(t.dict)), stamp: t.epoch}
+					t.dict = append(t.dict, *a)
+					t.count = append(t.count, 0)
+					break
+				}
+				if e.hi == h0 && e.lo == h1 {
+					break
+				}
+				h = (h + 1) & mask
 			}
-			h = (h + 1) & mask
+			s = e.slot
 		}
-		t.count[e.slot]++
-		t.idx[i] = uint64(e.slot)
+		t.count[s]++
+		t.idx[i] = uint64(s)
 	}
-	t.last = size
+	t.last, t.last4 = size, size4
 }
 
 // rehash empties the table's first size slots (a new epoch stamp, no
-// clearing) and inserts the dictionary's entries so far.
+// clearing) and inserts the dictionary's entries so far that are not
+// IPv4-mapped (those are tab4's).
 func (t *addrTable) rehash(size int) {
 	if len(t.tab) < size {
 		t.tab = make([]addrSlot, size)
@@ -106,6 +155,9 @@ func (t *addrTable) rehash(size int) {
 	tab, mask := t.tab[:size], uint64(size-1)
 	for j := range t.dict {
 		a := &t.dict[j]
+		if v4Mapped(a) {
+			continue
+		}
 		h0 := binary.LittleEndian.Uint64(a[0:8])
 		h1 := binary.LittleEndian.Uint64(a[8:16])
 		h := mix64(h0*0x9e3779b97f4a7c15^h1) & mask
@@ -113,6 +165,29 @@ func (t *addrTable) rehash(size int) {
 			h = (h + 1) & mask
 		}
 		tab[h] = addrSlot{hi: h0, lo: h1, slot: int32(j), stamp: t.epoch}
+	}
+}
+
+// rehash4 empties tab4's first size slots (a power of two) and inserts
+// the dictionary's IPv4-mapped entries so far.
+func (t *addrTable) rehash4(size int) {
+	if len(t.tab4) < size {
+		t.tab4 = make([]v4Slot, size)
+	}
+	tab := t.tab4[:size]
+	clear(tab)
+	mask, sh := uint64(size-1), uint(64-bits.TrailingZeros(uint(size)))
+	for j := range t.dict {
+		a := &t.dict[j]
+		if !v4Mapped(a) {
+			continue
+		}
+		k := binary.LittleEndian.Uint32(a[12:16])
+		h := uint64(k) * 0x9e3779b97f4a7c15 >> sh
+		for tab[h].slot != 0 {
+			h = (h + 1) & mask
+		}
+		tab[h] = v4Slot{key: k, slot: int32(j) + 1}
 	}
 }
 
