@@ -105,9 +105,8 @@ func maxOf[T uint32 | uint64](u []T) T {
 // u64Table is a reusable open-addressing hash table that builds a
 // dictionary of distinct uint64 values (epoch stamps avoid clearing it).
 type u64Table struct {
-	keys   []uint64
-	slot   []int32 // dictionary index
-	stamp  []uint32
+	tab    []u64Slot
+	size   int // slots this build uses (tab may be larger, from a larger limit)
 	epoch  uint32
 	dict   []uint64
 	count  []uint32
@@ -117,20 +116,27 @@ type u64Table struct {
 	sorted []uint64
 }
 
+// u64Slot is one slot: key, dictionary index and epoch stamp in 16
+// bytes, so a probe touches one cache line, not three arrays'.
+type u64Slot struct {
+	key   uint64
+	slot  int32
+	stamp uint32
+}
+
 func (t *u64Table) reset(n int) {
 	size := 16
 	for size < 2*n {
 		size <<= 1
 	}
-	if len(t.keys) < size {
-		t.keys = make([]uint64, size)
-		t.slot = make([]int32, size)
-		t.stamp = make([]uint32, size)
+	if len(t.tab) < size {
+		t.tab = make([]u64Slot, size)
 		t.epoch = 0
 	}
+	t.size = size
 	t.epoch++
 	if t.epoch == 0 { // wrapped: stamps are stale but could collide
-		clear(t.stamp)
+		clear(t.tab)
 		t.epoch = 1
 	}
 	t.dict = t.dict[:0]
@@ -150,28 +156,29 @@ func mix64(x uint64) uint64 {
 // index; it gives up (false) past limit distinct values.
 func (t *u64Table) build(v []uint64, limit int) bool {
 	t.reset(limit)
-	mask := uint64(len(t.keys) - 1)
+	tab := t.tab[:t.size] // the limit's size, not the largest a block needed: fewer lines to miss
+	mask := uint64(t.size - 1)
 	t.idx = slices.Grow(t.idx[:0], len(v))[:len(v)]
 	for i, x := range v {
 		h := mix64(x) & mask
+		var e *u64Slot
 		for {
-			if t.stamp[h] != t.epoch {
+			e = &tab[h]
+			if e.stamp != t.epoch {
 				if len(t.dict) >= limit {
 					return false
 				}
-				t.stamp[h] = t.epoch
-				t.keys[h] = x
-				t.slot[h] = int32(len(t.dict))
+				*e = u64Slot{key: x, slot: int32(len(t.dict)), stamp: t.epoch}
 				t.dict = append(t.dict, x)
 				t.count = append(t.count, 0)
 				break
 			}
-			if t.keys[h] == x {
+			if e.key == x {
 				break
 			}
 			h = (h + 1) & mask
 		}
-		s := t.slot[h]
+		s := e.slot
 		t.count[s]++
 		t.idx[i] = uint64(s)
 	}
