@@ -97,7 +97,7 @@ func FuzzSegments(f *testing.F) {
 // order of equal ones (the low bits are the row index).
 func TestRadixSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 2, 100, 5000} {
+	for _, n := range []int{0, 1, 2, 100, radixSmall - 1, radixSmall, 5000} {
 		for _, span := range []uint64{1, 7, 1 << 12, 1 << 40} {
 			keys := make([]uint64, n)
 			for i := range keys {

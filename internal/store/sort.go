@@ -116,35 +116,44 @@ func floorTo(t, p int64) int64 {
 
 // radixSort sorts keys by their bits from lo up (the bits below lo, a row
 // index, keep their order: the sort is stable) with least-significant-
-// digit passes of 11 bits through tmp (len(keys)). Sorting a block's
-// 5000 Start keys this way takes a few passes over 40 KB instead of
-// pdqsort's n·log n comparisons. It returns the sorted slice, which is
-// keys or tmp.
+// digit passes through tmp (len(keys)): 11-bit digits, or 8-bit ones for
+// fewer than radixSmall keys, whose 2048 counters would cost more than
+// the keys (a stable sort's result does not depend on the digit). Sorting
+// a block's 5000 Start keys this way takes a few passes over 40 KB
+// instead of pdqsort's n·log n comparisons. It returns the sorted slice,
+// which is keys or tmp.
 func radixSort(keys, tmp []uint64, lo uint) []uint64 {
 	var all uint64
 	for _, k := range keys {
 		all |= k
 	}
 	hi := uint(bits.Len64(all))
-	const digit = 11
-	var count [1 << digit]int
+	digit, mask := uint(11), uint64(1<<11-1)
+	if len(keys) < radixSmall {
+		digit, mask = 8, 1<<8-1
+	}
+	var count [1 << 11]int
 	for sh := lo; sh < hi; sh += digit {
-		clear(count[:])
+		c := count[:mask+1]
+		clear(c)
 		for _, k := range keys {
-			count[(k>>sh)&(1<<digit-1)]++
+			c[(k>>sh)&mask]++
 		}
 		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
+		for i, n := range c {
+			c[i] = sum
+			sum += n
 		}
 		tmp = tmp[:len(keys)]
 		for _, k := range keys {
-			d := (k >> sh) & (1<<digit - 1)
-			tmp[count[d]] = k
-			count[d]++
+			d := (k >> sh) & mask
+			tmp[c[d]] = k
+			c[d]++
 		}
 		keys, tmp = tmp, keys
 	}
 	return keys
 }
+
+// radixSmall is the fewest keys radixSort gives 11-bit digits.
+const radixSmall = 1500
