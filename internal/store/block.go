@@ -276,39 +276,6 @@ func addrWords(a *[16]byte) uint64 {
 	return binary.LittleEndian.Uint64(a[:8]) | binary.LittleEndian.Uint64(a[8:])
 }
 
-// identity returns 0, 1, ..., n-1: the rank of rows already in order.
-func (e *blockEncoder) identity(n int) []int32 {
-	for i := len(e.ident); i < n; i++ {
-		e.ident = append(e.ident, int32(i))
-	}
-	return e.ident[:n]
-}
-
-// needOrder says whether a pass other than extract's and putAddrsPorts'
-// reads the rows (src, as extract saw them): a sparse column in use,
-// enrichment, or node names that differ (one name is the same in any
-// order).
-func (e *blockEncoder) needOrder(src []flow.Record) bool {
-	z := &e.nonZero
-	for _, id := range [...]int{cDropPackets, cDropBytes, cDropReason, cSampling, cNATSrcAddr, cNATDstAddr,
-		cNATVersion, cNATSrcPort, cNATDstPort, cVerdict, cRule, cMark, cZone} {
-		if z[id] != 0 {
-			return true
-		}
-	}
-	if e.enr {
-		return true
-	}
-	if z[cNode] != 0 {
-		for i := range src {
-			if src[i].Node != src[0].Node {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // intCols are the columns extract fills.
 var intCols = [...]int{cIPVersion, cDstPort, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
 	cTCPFlags, cRevTCPFlags, cEndReason, cVLAN, cStart}
