@@ -50,39 +50,45 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		sc.accDrops = accDrops
 	}
 	// The row loop on locals resliced to N: no bounds checks but acc's,
-	// and the counters in registers rather than through sc.
+	// and the counters in registers rather than through sc. It has no
+	// branch on the entry (a first use is unpredictable: half the rows of
+	// a block are one): each entry notes its rows' families as bits, and
+	// the rare entry seen in two (or with an odd version) is split
+	// afterwards (splitFamilies).
 	n := c.N
 	idx, sel = idx[:n], sel[:n]
 	ver, pk, by, rpk, rby := c.IPVersion[:n], c.Packets[:n], c.Bytes[:n], c.RevPackets[:n], c.RevBytes[:n]
+	clear(vers)
 	matched := int64(0)
+	var seen uint8 // every family bit of the block
 	for i, x := range idx {
 		if !sel[i] {
 			continue
 		}
 		matched++
 		a := &acc[x]
-		v := ver[i]
-		if a.Flows == 0 {
-			vers[x] = v
-		} else if vers[x] != v { // one address in both families: rare, exact
-			one := Counters{Packets: pk[i], Bytes: by[i], RevPackets: rpk[i], RevBytes: rby[i], Flows: 1}
-			if drops {
-				one.DropPackets, one.DropBytes = c.DropPackets[i], c.DropBytes[i]
-			}
-			k.addrs = sc.pack(sc.g.addr(&dict[x], v))
-			sc.g.add(k, &one)
-			sc.log.add(k, sc.totT, &sums{one.Packets, one.Bytes, one.RevPackets, one.RevBytes, 1}, one.DropPackets, one.DropBytes)
-			continue
-		}
 		a.Packets += pk[i]
 		a.Bytes += by[i]
 		a.RevPackets += rpk[i]
 		a.RevBytes += rby[i]
 		a.Flows++
+		f := famBits[ver[i]]
+		seen |= f
+		vers[x] |= f
 		if drops {
 			accDrops[x][0] += c.DropPackets[i]
 			accDrops[x][1] += c.DropBytes[i]
 		}
+	}
+	var odd map[uint32]uint8
+	if seen&^famV4 != 0 && seen&^famV6 != 0 { // not all one usual family: maybe an entry in two
+		odd = sc.splitFamilies(c, sel, k, dict, idx, acc, vers, accDrops)
+	}
+	for x, f := range vers {
+		vers[x] = famVer[f&famMask]
+	}
+	for x, v := range odd {
+		vers[x] = v
 	}
 	sc.matched += matched
 	if binned {
@@ -148,6 +154,67 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		}
 	}
 	return true
+}
+
+// Family bits of byDict's row loop: an entry's bits are the families of
+// its rows; famVer maps a lone usual family back to its version.
+const (
+	famV4    = 1
+	famV6    = 2
+	famOther = 4 // any version but 4 and 6 (a damaged or odd record)
+	famMask  = 7
+)
+
+var (
+	famBits = func() (t [256]uint8) {
+		for v := range t {
+			t[v] = famOther
+		}
+		t[4], t[6] = famV4, famV6
+		return t
+	}()
+	famVer = [famMask + 1]uint8{famV4: 4, famV6: 6}
+)
+
+// splitFamilies keeps byDict's sums exact for an entry whose rows are not
+// all of one usual family (an address seen as ::ffff:a.b.c.d in IPv6 and
+// as a.b.c.d in IPv4): as before the branchless loop, the entry's sums
+// are its rows of the first row's version, and every other row goes to
+// its own group. It returns such entries' versions.
+func (sc *scanner) splitFamilies(c *store.Columns, sel []bool, k gkey, dict [][16]byte, idx []uint32, acc []sums, fams []uint8, accDrops [][2]uint64) map[uint32]uint8 {
+	mixed := func(f uint8) bool { return f != 0 && f != famV4 && f != famV6 }
+	first := map[uint32]uint8{} // a mixed entry's version, from its first row
+	for x, f := range fams {
+		if mixed(f) {
+			acc[x] = sums{}
+			if accDrops != nil {
+				accDrops[x] = [2]uint64{}
+			}
+		}
+	}
+	for i, x := range idx {
+		if !sel[i] || !mixed(fams[x]) {
+			continue
+		}
+		v := c.IPVersion[i]
+		one := Counters{Packets: c.Packets[i], Bytes: c.Bytes[i], RevPackets: c.RevPackets[i], RevBytes: c.RevBytes[i], Flows: 1}
+		if accDrops != nil {
+			one.DropPackets, one.DropBytes = c.DropPackets[i], c.DropBytes[i]
+		}
+		if fv, ok := first[x]; !ok || fv == v {
+			first[x] = v
+			acc[x].add(&sums{Packets: one.Packets, Bytes: one.Bytes, RevPackets: one.RevPackets, RevBytes: one.RevBytes, Flows: 1})
+			if accDrops != nil {
+				accDrops[x][0] += one.DropPackets
+				accDrops[x][1] += one.DropBytes
+			}
+			continue
+		}
+		k.addrs = sc.pack(sc.g.addr(&dict[x], v))
+		sc.g.add(k, &one)
+		sc.log.add(k, sc.totT, &sums{one.Packets, one.Bytes, one.RevPackets, one.RevBytes, 1}, one.DropPackets, one.DropBytes)
+	}
+	return first
 }
 
 // flushByID moves byDict's sums into the group table.
