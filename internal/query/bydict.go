@@ -183,17 +183,17 @@ var (
 // its own group. It returns such entries' versions.
 func (sc *scanner) splitFamilies(c *store.Columns, sel []bool, k gkey, dict [][16]byte, idx []uint32, acc []sums, fams []uint8, accDrops [][2]uint64) map[uint32]uint8 {
 	mixed := func(f uint8) bool { return f != 0 && f != famV4 && f != famV6 }
-	any := false
+	found := false
 	for x, f := range fams {
 		if mixed(f) {
-			any = true
+			found = true
 			acc[x] = sums{}
 			if accDrops != nil {
 				accDrops[x] = [2]uint64{}
 			}
 		}
 	}
-	if !any { // the usual block with IPv6 rows: no address in both
+	if !found { // the usual block with IPv6 rows: no address in both
 		return nil
 	}
 	first := map[uint32]uint8{} // a mixed entry's version, from its first row
