@@ -243,8 +243,8 @@ func allSame(b []byte) bool {
 
 // segDecoder decodes segmented streams, reusing its scratch.
 type segDecoder struct {
-	hs huff0.Scratch
-	fs fse.Scratch
+	hs  huff0.Scratch
+	fse fseDecoder
 }
 
 // decode appends the decoded stream of src to dst; the result must be
@@ -298,10 +298,10 @@ func (s *segDecoder) decode(dst, src []byte, rlen int) ([]byte, error) {
 				got, err = hs.Decoder().Decompress4X(out[:0], data)
 			}
 		case segFSE:
-			s.fs.DecompressLimit = int(n)
-			if got, err = fse.Decompress(data, &s.fs); err == nil && len(got) == int(n) {
-				got = append(out[:0], got...)
+			if !s.fse.decode(data, out) {
+				return dst, errBadStream
 			}
+			got = out
 		default:
 			return dst, errBadStream
 		}
