@@ -93,6 +93,36 @@ func getPlanes[T uint32 | uint64](src []byte, u []T, w int) {
 	}
 }
 
+// forPlanes fills dst (len n) with base + x·scale for the values x of w
+// (at most 3) byte planes in src (len w*n): getPlanes and encFOR's pass
+// in one.
+func forPlanes[T integer](src []byte, dst []T, w int, base, scale uint64) {
+	n := len(dst)
+	switch w {
+	case 0:
+		for i := range dst {
+			dst[i] = T(base)
+		}
+	case 1:
+		p0 := src[:n]
+		for i, b := range p0[:len(dst)] {
+			dst[i] = T(base + uint64(b)*scale)
+		}
+	case 2:
+		p0, p1 := src[:n], src[n:2*n]
+		p0, p1 = p0[:len(dst)], p1[:len(dst)]
+		for i := range dst {
+			dst[i] = T(base + (uint64(p0[i])|uint64(p1[i])<<8)*scale)
+		}
+	case 3:
+		p0, p1, p2 := src[:n], src[n:2*n], src[2*n:3*n]
+		p0, p1, p2 = p0[:len(dst)], p1[:len(dst)], p2[:len(dst)]
+		for i := range dst {
+			dst[i] = T(base + (uint64(p0[i])|uint64(p1[i])<<8|uint64(p2[i])<<16)*scale)
+		}
+	}
+}
+
 // maxOf returns the largest element of u (0 if empty).
 func maxOf[T uint32 | uint64](u []T) T {
 	var m T
@@ -439,6 +469,10 @@ func decodeInts[T integer](d *intDecoder, enc uint8, st []byte, n int, dst []T) 
 		if w > 8 || len(st)-17 != w*n {
 			return dst, errBadStream
 		}
+		if enc == encFOR && w <= 3 { // the common case in one pass, no scratch
+			forPlanes(st[17:], dst, w, base, scale)
+			return dst, nil
+		}
 		u := slices.Grow(d.u[:0], n)[:n]
 		d.u = u
 		getPlanes(st[17:], u, w)
@@ -481,9 +515,31 @@ func decodeInts[T integer](d *intDecoder, enc uint8, st []byte, n int, dst []T) 
 		for i := range dv {
 			dv[i] += base
 		}
+		ip := st[14+size*vw:]
+		switch iw { // one- and two-byte indexes in one pass, no scratch
+		case 1:
+			for i, x := range ip[:len(dst)] {
+				if int(x) >= len(dv) {
+					return dst, errBadStream
+				}
+				dst[i] = T(dv[x])
+			}
+			return dst, nil
+		case 2:
+			p0, p1 := ip[:n], ip[n:2*n]
+			p0, p1 = p0[:len(dst)], p1[:len(dst)]
+			for i := range dst {
+				x := int(p0[i]) | int(p1[i])<<8
+				if x >= len(dv) {
+					return dst, errBadStream
+				}
+				dst[i] = T(dv[x])
+			}
+			return dst, nil
+		}
 		u := slices.Grow(d.u[:0], n)[:n]
 		d.u = u
-		getPlanes(st[14+size*vw:], u, iw)
+		getPlanes(ip, u, iw)
 		for i, x := range u {
 			if x >= uint64(len(dv)) {
 				return dst, errBadStream
