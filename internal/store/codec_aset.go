@@ -169,23 +169,26 @@ func lowBits(w []uint64, i uint64, l uint8) uint64 {
 	return v & (1<<l - 1)
 }
 
-// asetValues calls put with each of the set's IPv4 values in ascending
-// order (j counting from 0); it reports false, having stopped, when a
-// value lies past hi or there are not n4 of them.
-func asetValues(w []uint64, put func(j int, v uint32)) bool {
+// asetValues fills vals (at least n4 long) with the set's n4 IPv4
+// values in ascending order; it reports false, having stopped, when a
+// value lies past hi or there are not n4 of them. (Into a slice, not
+// through a callback: an indirect call per value cost more than the
+// decoding.)
+func asetValues(w []uint64, vals []uint32) bool {
 	n4, lo, hi, l, setW, _, _ := asetWords(w)
-	if setW < 0 || len(w) < asetHead+setW {
+	if setW < 0 || len(w) < asetHead+setW || len(vals) < n4 {
 		return false
 	}
+	vals = vals[:n4]
 	r := 0
 	if l == asetBitmap {
 		for i, x := range w[asetHead : asetHead+setW] {
 			for ; x != 0; x &= x - 1 {
 				v := uint64(lo) + uint64(i)*64 + uint64(bits.TrailingZeros64(x))
-				if v > uint64(hi) || r >= n4 {
+				if v > uint64(hi) || r >= len(vals) {
 					return false
 				}
-				put(r, uint32(v))
+				vals[r] = uint32(v)
 				r++
 			}
 		}
@@ -195,7 +198,7 @@ func asetValues(w []uint64, put func(j int, v uint32)) bool {
 	lw, hb := w[asetHead:asetHead+low], w[asetHead+low:asetHead+setW]
 	for i, x := range hb {
 		for ; x != 0; x &= x - 1 {
-			if r >= n4 {
+			if r >= len(vals) {
 				return false
 			}
 			pos := uint64(i)*64 + uint64(bits.TrailingZeros64(x))
@@ -203,7 +206,7 @@ func asetValues(w []uint64, put func(j int, v uint32)) bool {
 			if v > uint64(hi) {
 				return false
 			}
-			put(r, uint32(v))
+			vals[r] = uint32(v)
 			r++
 		}
 	}
@@ -351,12 +354,16 @@ func decodeAddrsSet(buf, dict *[][16]byte, ix []uint32, set *bloom, st []byte, n
 	}
 	dv := slices.Grow((*buf)[:0], size)[:size]
 	*buf, *dict = dv, dv
-	if !asetValues(set.words, func(j int, x uint32) {
+	// The set's values go through ix (n4 <= size <= n: it holds them)
+	// before the row indexes overwrite it.
+	vals := ix[:n4]
+	if !asetValues(set.words, vals) {
+		return errBadStream
+	}
+	for j, x := range vals {
 		c := 255 - cls[j]
 		dv[next[c]] = [16]byte{10: 0xff, 11: 0xff, 12: byte(x >> 24), 13: byte(x >> 16), 14: byte(x >> 8), 15: byte(x)}
 		next[c]++
-	}) {
-		return errBadStream
 	}
 	p6 := st[9+size : 9+size+16*n6]
 	for j := range n6 {
