@@ -1,3 +1,8 @@
+// fsedec.go's header reader (readNCount) and table builder (buildFSETable)
+// are derived from github.com/klauspost/compress/fse, Copyright 2018 Klaus
+// Post, based on work Copyright (c) 2013 Yann Collet; BSD licence, whose
+// text is in fsedec.LICENSE beside this file.
+
 package store
 
 import (
