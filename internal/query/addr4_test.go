@@ -7,11 +7,12 @@ import (
 
 // TestInternAgainstMap interns random addresses of both families (IPv4
 // mapped, IPv6, an IPv6 row holding a mapped-looking address, a version 4
-// row whose bytes are not mapped) through agg.addr, whose IPv4 table is
-// the fast path (and the IPv6 table that of IPv6), and checks it against a plain map: the same address and
-// version always get the same id, different ones different ids, and every
-// id expands back to what was interned. Enough addresses to grow the
-// table several times.
+// row whose bytes are not mapped, a damaged row of version 0) through
+// agg.addr, whose IPv4 table is the fast path (and the IPv6 table that of
+// every other version), and checks it against a plain map: the same
+// address as shown (addrOf) always gets the same id, different ones
+// different ids, and every id expands back to what was interned, shown the
+// same. Enough addresses to grow the table several times.
 func TestInternAgainstMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	g := newAgg()
@@ -27,9 +28,13 @@ func TestInternAgainstMap(t *testing.T) {
 		case 1: // a mapped-looking address in an IPv6 row: apart from the IPv4 one
 			k.ver = 6
 			k.a[10], k.a[11], k.a[15] = 0xff, 0xff, byte(r.IntN(256))
-		case 2: // version 4 but not mapped (never stored, still exact)
-			k.ver = 4
+		case 2: // version 4 but not mapped (never stored), or a damaged row's 0: shown as the 16 bytes
+			k.ver = uint8(4 * r.IntN(2))
 			k.a[0], k.a[15] = 1, byte(r.IntN(64))
+			if r.IntN(2) == 0 {
+				k.a[0], k.a[10], k.a[11] = 0, 0xff, 0xff // version 0 with IPv4-mapped bytes
+				k.ver = 0
+			}
 		default: // IPv4, drawn from 50,000 so that many repeat
 			k.ver = 4
 			k.a[10], k.a[11] = 0xff, 0xff
@@ -37,13 +42,17 @@ func TestInternAgainstMap(t *testing.T) {
 			k.a[12], k.a[13], k.a[14], k.a[15] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
 		}
 		id := g.addr(&k.a, k.ver)
-		if w, ok := want[k]; ok && w != id {
+		c := k // the address as shown: IPv4 only for version 4 with mapped bytes
+		if c.ver != 4 || !v4Mapped(&c.a) {
+			c.ver = 6
+		}
+		if w, ok := want[c]; ok && w != id {
 			t.Fatalf("%v: id %d, earlier %d", k, id, w)
 		}
-		if id == 0 || int(id) > len(g.addrs) || g.addrs[id-1] != k {
+		if id == 0 || int(id) > len(g.addrs) || g.addrs[id-1] != c || addrOf(&g.addrs[id-1].a, g.addrs[id-1].ver) != addrOf(&k.a, k.ver) {
 			t.Fatalf("%v: id %d expands to something else", k, id)
 		}
-		want[k] = id
+		want[c] = id
 	}
 	if len(g.addrs) != len(want) {
 		t.Fatalf("%d ids for %d distinct addresses", len(g.addrs), len(want))

@@ -90,10 +90,9 @@ type addrKey struct {
 type agg struct {
 	groups sharded
 
-	addrID   map[addrKey]uint32 // addresses neither table takes (a version 4 address not mapped)
-	addrs    []addrKey          // id-1 → address
-	v4       v4Table            // IPv4 addresses: a 4-byte key, no 17-byte map key to hash
-	v6       v6Table            // IPv6 addresses: two words, no map
+	addrs    []addrKey // id-1 → address
+	v4       v4Table   // IPv4 addresses: a 4-byte key, no 17-byte map key to hash
+	v6       v6Table   // IPv6 addresses: two words, no map
 	labelID  map[label]uint32
 	labels   []label             // id-1 → label
 	tooMany  bool                // a label past maxLabels was asked for
@@ -103,7 +102,7 @@ type agg struct {
 }
 
 func newAgg() *agg {
-	a := &agg{addrID: map[addrKey]uint32{}, labelID: map[label]uint32{}}
+	a := &agg{labelID: map[label]uint32{}}
 	a.groups.init()
 	return a
 }
@@ -113,17 +112,10 @@ func (g *agg) addr(a *[16]byte, ver uint8) uint32 {
 	if ver == 4 && v4Mapped(a) { // nearly every address: the 4-byte table
 		return g.v4.id(g, binary.BigEndian.Uint32(a[12:]), a)
 	}
-	if ver == 6 {
-		return g.v6.id(g, a)
-	}
-	k := addrKey{*a, ver}
-	id := g.addrID[k]
-	if id == 0 {
-		g.addrs = append(g.addrs, k)
-		id = uint32(len(g.addrs))
-		g.addrID[k] = id
-	}
-	return id
+	// Any other version (6, or a damaged record's 0) is shown as its 16
+	// bytes (addrOf), so it is one group with the IPv6 address of those
+	// bytes: two groups would print as two rows of the same address.
+	return g.v6.id(g, a)
 }
 
 // label interns a label; past maxLabels it sets tooMany (the query then

@@ -324,7 +324,7 @@ func (g *agg) prefetchAddr(a *[16]byte, ver uint8) {
 	switch {
 	case ver == 4 && g.v4.e != nil && v4Mapped(a):
 		prefetch.Line(uintptr(unsafe.Pointer(&g.v4.e[g.v4.slot(binary.BigEndian.Uint32(a[12:]))])))
-	case ver == 6 && g.v6.e != nil:
+	case ver != 4 && g.v6.e != nil: // as addr: every version but 4 in the 16-byte table
 		prefetch.Line(uintptr(unsafe.Pointer(&g.v6.e[g.v6.slotOf(a)])))
 	}
 }

@@ -12,7 +12,9 @@ import (
 // TestByDictFamilies: byDict sums per dictionary entry without a branch
 // per row and splits afterwards the entries whose rows are of more than
 // one IP version. Blocks where a few addresses come as IPv4 and as IPv6
-// (the same 16 bytes, ::ffff:a.b.c.d), with and without drops, and blocks
+// (the same 16 bytes, ::ffff:a.b.c.d), or with version 0 (a damaged
+// record's, shown as the 16 bytes: one row with the IPv6 form), with and
+// without drops, and blocks
 // of one family per address,
 // give per source (destination) address exactly the sums of the general
 // path grouped by the address and the protocol, added over protocols,
@@ -28,7 +30,7 @@ func TestByDictFamilies(t *testing.T) {
 		if r.IntN(3) == 0 {
 			a := netip.MustParseAddr(shared[r.IntN(len(shared))]).As16()
 			recs[i].Key.SrcAddr, recs[i].Key.DstAddr = a, a
-			recs[i].Key.IPVersion = []uint8{4, 4, 6}[r.IntN(3)]
+			recs[i].Key.IPVersion = []uint8{4, 4, 6, 0}[r.IntN(4)]
 		}
 	}
 	byStart(recs)
@@ -62,7 +64,16 @@ func TestByDictFamilies(t *testing.T) {
 			if len(got.Rows) != len(want) {
 				t.Fatalf("%q by %v: %d rows, want %d", rc.text, a, len(got.Rows), len(want))
 			}
+			shown := map[netip.Addr]bool{} // no address printed on two rows
 			for _, row := range got.Rows {
+				ip := row.SrcIP
+				if a == AttrDstIP {
+					ip = row.DstIP
+				}
+				if shown[ip] {
+					t.Fatalf("%q by %v: %v on two rows", rc.text, a, ip)
+				}
+				shown[ip] = true
 				if c, ok := want[row.Key]; !ok || c != row.Counters {
 					t.Fatalf("%q by %v: %+v: %+v, want %+v (%v)", rc.text, a, row.Key, row.Counters, c, ok)
 				}

@@ -153,7 +153,7 @@ type ringSlot struct {
 
 func newRing(workers int) *ring {
 	r := &ring{workers: workers, slots: make([]ringSlot, 2*workers), // a block ahead per worker
-		in: &agg{addrID: map[addrKey]uint32{}, labelID: map[label]uint32{}}}
+		in: &agg{labelID: map[label]uint32{}}}
 	r.cond.L = &r.mu
 	return r
 }
