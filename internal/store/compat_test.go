@@ -22,7 +22,9 @@ import (
 // (TestWriteGoldenV6: and nodes); testdata/block-v7.bin is goldenV7Recs
 // (TestWriteGoldenV7: IPv4 sources from a pool of 90, stored as adictd,
 // the IPv4 dictionary entries delta-coded); testdata/block-v8.bin is
-// goldenV8Recs (TestWriteGoldenV8: byte counts stored per packet).
+// goldenV8Recs (TestWriteGoldenV8: byte counts stored per packet);
+// testdata/block-v9.bin is goldenV9Recs (TestWriteGoldenV9: an address
+// set, the service tuple, reverse packets as a ratio).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -39,6 +41,7 @@ var goldenBlocks = []struct {
 	{"block-v6.bin", 6, 260, numCols, goldenV6Recs, true},
 	{"block-v7.bin", 7, 260, numCols, goldenV7Recs, true},
 	{"block-v8.bin", 8, 260, numCols, goldenV8Recs, true},
+	{"block-v9.bin", 9, 260, numCols, goldenV9Recs, true},
 }
 
 // goldenV8Recs are the records of block-v8.bin: version 7's, whose byte
