@@ -81,7 +81,7 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 9
+	blockVersion = 10
 	fixedHeader  = 40
 	dirEntry     = 36
 	numBlooms    = 4

@@ -40,6 +40,9 @@ func (e *blockEncoder) putPerPacket(id, pid int) {
 		e.putCol(id, false, false, true)
 		return
 	}
+	if e.putNoPkt(id, u, pk, lo, hi) { // version 10: rows without packets left out
+		return
+	}
 	var enc uint8
 	e.stream, enc, _, _ = e.ie.encodeInts(e.stream[:0], u, false, false, true)
 	e.put(id, enc, e.stream, lo, hi, flagPerPkt)

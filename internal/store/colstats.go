@@ -133,6 +133,9 @@ func encName(enc, comp, flags uint8) string {
 	if flags&flagPerPkt != 0 {
 		n += "+perpkt"
 	}
+	if flags&flagNoPkt != 0 {
+		n += "+nopkt"
+	}
 	if flags&flagRatio != 0 {
 		n += "+ratio"
 	}

@@ -104,7 +104,10 @@
 //	      RevPackets only: each value is zigzag(e)<<8 | t with the row's
 //	      reverse packets = floor(t×Packets/2) + e; 8, version 9, Proto,
 //	      ICMPType, ICMPCode, TCPFlags and RevTCPFlags only, with encoding
-//	      tuple and no bytes: the values are DstPort's tuples'), u8
+//	      tuple and no bytes: the values are DstPort's tuples'; 16,
+//	      version 10, with 2 only: the stream holds values only for the
+//	      rows whose packets are not 0, in row order, the others' bytes
+//	      being 0), u8
 //	      reserved, u32 offset (from block start),
 //	      u32 stored length, u32 raw length, u32 CRC32C of the stored bytes,
 //	      u64 min, u64 max (numeric columns; int64 bits for Start/End; for
@@ -151,7 +154,9 @@
 // in nearly every block: a one-entry sdictl without index planes, its
 // directory entry and a few bytes a block.
 //
-// Version 9 has version 8's layout and adds flags 4 (RevPackets as a
+// Version 10 has version 9's layout and adds flag 16 (per-packet byte
+// counts without the rows that have no packets); version 9 blocks are
+// read as they are. Version 9 has version 8's layout and adds flags 4 (RevPackets as a
 // ratio of Packets) and 8 (columns of the service tuple), the encodings
 // tuple, adicts and deltau, and address sets in the address filters;
 // version 8 blocks are read as they are. Version 8 has version 7's

@@ -95,7 +95,7 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
 			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
 			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) ||
-			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) ||
+			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || (c.flags&flagNoPkt != 0 && (ver < 10 || c.flags&flagPerPkt == 0)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) ||
 			((c.enc == encADictS || c.enc == encDeltaU) && ver < 9) || (c.enc == encADictS && i != cSrcAddr && i != cDstAddr) {
 			return nil, errCorruptBlock
 		}

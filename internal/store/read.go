@@ -192,6 +192,7 @@ type decoder struct {
 	grp   groupDecoder
 	start []int64
 	pk    []uint64 // packets for a per-packet byte column, when not wanted
+	stNP  []byte   // a flagNoPkt column's stream, kept while those packets decode
 	pk0   []uint64 // Packets for a ratio-coded RevPackets, when not wanted
 	tup   tupleDecoder
 }
@@ -304,9 +305,10 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 		case cPackets:
 			dst.Packets, err = decodeInts(&d.id, c.enc, st, n, dst.Packets)
 		case cBytes:
-			dst.Bytes, err = decodeInts(&d.id, c.enc, st, n, dst.Bytes)
-			if err == nil && c.flags&flagPerPkt != 0 {
-				err = d.perPacket(h, blk, base, cPackets, wanted(ids[cPackets], dst.Packets), dst.Bytes, verify)
+			if c.flags&flagPerPkt != 0 {
+				dst.Bytes, err = d.perPacketCol(h, blk, base, c, st, n, cPackets, wanted(ids[cPackets], dst.Packets), dst.Bytes, verify)
+			} else {
+				dst.Bytes, err = decodeInts(&d.id, c.enc, st, n, dst.Bytes)
 			}
 		case cRevPackets:
 			dst.RevPackets, err = decodeInts(&d.id, c.enc, st, n, dst.RevPackets)
@@ -314,9 +316,10 @@ func (d *decoder) decodeCols(h *blockHeader, blk []byte, base int, want Column, 
 				err = d.ratio(h, blk, base, wanted(ids[cPackets], dst.Packets), dst.RevPackets, verify)
 			}
 		case cRevBytes:
-			dst.RevBytes, err = decodeInts(&d.id, c.enc, st, n, dst.RevBytes)
-			if err == nil && c.flags&flagPerPkt != 0 {
-				err = d.perPacket(h, blk, base, cRevPackets, wanted(ids[cRevPackets], dst.RevPackets), dst.RevBytes, verify)
+			if c.flags&flagPerPkt != 0 {
+				dst.RevBytes, err = d.perPacketCol(h, blk, base, c, st, n, cRevPackets, wanted(ids[cRevPackets], dst.RevPackets), dst.RevBytes, verify)
+			} else {
+				dst.RevBytes, err = decodeInts(&d.id, c.enc, st, n, dst.RevBytes)
 			}
 		case cTCPFlags:
 			dst.TCPFlags, err = decodeInts(&d.id, c.enc, st, n, dst.TCPFlags)

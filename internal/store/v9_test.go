@@ -458,9 +458,9 @@ func FuzzAddrSet(f *testing.F) {
 }
 
 // TestFuzzSeedsV9: the fuzz targets start from blocks that use every
-// coding version 9 added (so fuzzing reaches their decoders).
+// coding versions 9 and 10 added (so fuzzing reaches their decoders).
 func TestFuzzSeedsV9(t *testing.T) {
-	var set, adicts, tuple, ratio, deltau bool
+	var set, adicts, tuple, ratio, deltau, nopkt bool
 	for _, b := range fuzzSeeds(t) {
 		h, err := parseHeader(b, true)
 		if err != nil {
@@ -468,11 +468,13 @@ func TestFuzzSeedsV9(t *testing.T) {
 		}
 		set = set || h.blooms[bloomSrcAddr].k == asetKind
 		adicts = adicts || h.cols[cSrcAddr].enc == encADictS
+		nopkt = nopkt || h.cols[cRevBytes].flags&flagNoPkt != 0
 		tuple = tuple || h.cols[cDstPort].enc == encTuple
 		ratio = ratio || h.cols[cRevPackets].flags&flagRatio != 0
 		deltau = deltau || h.cols[cStart].enc == encDeltaU
 	}
-	if !set || !adicts || !tuple || !ratio || !deltau {
-		t.Fatalf("set %v, adicts %v, tuple %v, ratio %v, deltau %v: a version 9 coding has no seed", set, adicts, tuple, ratio, deltau)
+	if !set || !adicts || !tuple || !ratio || !deltau || !nopkt {
+		t.Fatalf("set %v, adicts %v, tuple %v, ratio %v, deltau %v, nopkt %v: a version 9 or 10 coding has no seed",
+			set, adicts, tuple, ratio, deltau, nopkt)
 	}
 }
