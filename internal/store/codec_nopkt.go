@@ -80,23 +80,30 @@ func (d *decoder) perPacketCol(h *blockHeader, blk []byte, base int, c *colMeta,
 	// byte counts in one pass from the back (as perPacket does), so none
 	// is overwritten before it is read (the j-th value sits at or before
 	// its row).
+	// Without a branch on the packets (rows without them may be any
+	// share): such a row reads the next value too, and masks it out.
 	v = slices.Grow(v, n-m)[:n]
 	j := m
+	var bad uint64
 	for i := n - 1; i >= 0; i-- {
 		p := pk[i]
-		if p == 0 {
-			v[i] = 0
-			continue
+		var nz, ge uint64
+		if p != 0 {
+			nz = 1
 		}
-		j--
-		x := v[j]
+		j -= int(nz)
+		x := v[j] // j < n: a row without packets leaves m < n
 		q, r := x&0xffff, x>>16
 		hi, lo := bits.Mul64(q, p)
 		b, carry := bits.Add64(lo, r, 0)
-		if hi|carry != 0 || r >= p {
-			return v, errBadStream
+		if r >= p {
+			ge = 1
 		}
-		v[i] = b
+		bad |= (hi | carry | ge) & nz
+		v[i] = b & -nz
+	}
+	if bad != 0 {
+		return v, errBadStream
 	}
 	return v, nil
 }
