@@ -30,7 +30,9 @@ func TestGendbEntropyBound(t *testing.T) {
 	if os.Getenv("WEIR_STORE_WEEK") != "" {
 		cfg.Days, blocks = 7, 7*288
 	}
-	s, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: 24 * time.Hour})
+	// A generous flush deadline: under the race detector on loaded cores
+	// encoding a block of 5,000 rows took past the default 4 s.
+	s, err := store.Open(store.Config{Dir: t.TempDir(), NoSync: true, Writeout: 24 * time.Hour, CloseTimeout: 2 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
