@@ -18,7 +18,7 @@ type Damage struct {
 }
 
 // String is the damage as one line: file, offset, size, what is wrong and
-// the records lost.
+// the records lost (for a newer weir's block: not read here, not lost).
 func (d Damage) String() string {
 	var b strings.Builder
 	b.WriteString(safePath(d.File))
@@ -31,6 +31,10 @@ func (d Damage) String() string {
 	b.WriteString(": ")
 	b.WriteString(d.Reason)
 	switch {
+	case d.Newer(): // not lost: the weir that wrote it reads it
+		if d.Rows > 0 {
+			fmt.Fprintf(&b, "; %s records not read here", commas(int64(d.Rows)))
+		}
 	case d.Rows > 0:
 		fmt.Fprintf(&b, "; %s records lost", commas(int64(d.Rows)))
 	case d.Rows < 0:

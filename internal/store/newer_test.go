@@ -30,6 +30,9 @@ func TestNewerBlockNotRepaired(t *testing.T) {
 		if !d.Newer() {
 			t.Errorf("a newer block's problem is not Newer: %s", d)
 		}
+		if l := d.String(); strings.Contains(l, "lost") || !strings.Contains(l, strconv.Itoa(e.rows)+" records not read here") {
+			t.Errorf("a newer block's line says its records are lost, or not how many: %s", l)
+		}
 		lines = append(lines, d.String())
 	}})
 	if err != nil {
