@@ -65,6 +65,10 @@ await esbuild.build({
 // The chunks app.js imports statically are fetched beside it (modulepreload), not after it has arrived: one
 // round trip fewer before the console's first request.
 const staticChunks = [...readFileSync(join(dist, "app.js"), "utf8").matchAll(/(?:^|;)import\{[^}]*\}from"\.\/(chunk-[A-Z0-9]+\.js)"/g)].map((m) => m[1]);
+// The charts chunk too (imported dynamically, once the first request is out): its 0.5 MB are fetched and
+// compiled while app.js starts, so ECharts is ready sooner after the first answer.
+const appJS = readFileSync(join(dist, "app.js"), "utf8");
+staticChunks.push(...[...appJS.matchAll(/import\("\.\/(charts-[A-Z0-9]+\.js)"\)/g)].map((m) => m[1]));
 const html = readFileSync(join(root, "src/index.html"), "utf8");
 const preload = staticChunks.map((c) => `<link rel="modulepreload" href="${c}">\n`).join("");
 if (!html.includes('<script type="module" src="app.js" blocking="render"></script>\n')) throw new Error("index.html: no app.js script tag to preload beside");
