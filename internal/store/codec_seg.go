@@ -99,12 +99,15 @@ const (
 )
 
 // Coder choice: a chunk whose entropy is over segRawAbove of its size is
-// stored raw (copying beats decoding for a few % saved); FSE, which decodes
-// at a third of Huffman's speed, is used only where it saves more than
-// segFSEGain bits a byte over Huffman's 1-bit floor. On the generator's
-// data (TestColumnBytes), gain 0 gives 13.56 B/row and ~70 ns/row to read
-// SrcAddr+Bytes+RevBytes, 0.75 gives 13.76 and ~58, never FSE (1) 14.50 and
-// ~45.
+// stored raw (copying beats decoding for a few % saved); FSE, slower to
+// decode than Huffman, is used only where it saves more than segFSEGain
+// bits a byte over Huffman's 1-bit floor. On the generator's data
+// (TestColumnBytes, with fse.Decompress, a third of Huffman's speed), gain
+// 0 gave 13.56 B/row and ~70 ns/row to read SrcAddr+Bytes+RevBytes, 0.75
+// 13.76 and ~58, never FSE (1) 14.50 and ~45. With fsedec.go's decoder
+// (2.5x fse.Decompress), on the gendb week in format 10: 0.75 12.401 B/row,
+// 0.25 12.353, 0 12.351, and `sip` and `sip,dip` where dport = 443 within
+// the noise of each other (3 rounds): not worth a change.
 const (
 	segRawAbove = 0.96
 	segFSEGain  = 0.75
