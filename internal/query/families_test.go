@@ -77,9 +77,7 @@ func TestByDictFamilies(t *testing.T) {
 				if c, ok := want[row.Key]; !ok || c != row.Counters {
 					t.Fatalf("%q by %v: %+v: %+v, want %+v (%v)", rc.text, a, row.Key, row.Counters, c, ok)
 				}
-				if ip := row.SrcIP; a == AttrDstIP {
-					ip = row.DstIP
-				} else if ip.Is4In6() {
+				if a != AttrDstIP && ip.Is4In6() {
 					mixed++
 				}
 			}
