@@ -303,6 +303,9 @@ func fseStream(src []byte, dt []fseEntry, log uint8, out []byte) bool {
 		}
 	}
 	// The rest one symbol at a time, checking for the end before each.
+	// The two states' turns are written out, not a shared closure: one
+	// capturing o, s1 and s2 keeps them out of registers in the fast loop
+	// above too (measured 5% slower on BenchmarkFSEDecode).
 	for {
 		e := dt[s1&uint32(len(dt)-1)]
 		if pos == 0 && e.nbBits > 0 {
