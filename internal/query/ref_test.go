@@ -337,6 +337,21 @@ func describe(rows []Row) string {
 // TestAgainstReference: many random queries (groups, conditions, time
 // ranges, interfaces, sorts, limits) over a store of random records give
 // exactly the reference's rows, in its order, and its totals.
+// randWindow sets, each half the time, q's From and To within the span
+// randRecords writes, and a quarter of the time one interface: the window
+// the bin, one-bin and topseries cross-checks draw their queries in.
+func randWindow(r *rand.Rand, q *Query) {
+	if r.IntN(2) == 0 {
+		q.From = time.Unix(0, t0+int64(r.IntN(30))*int64(time.Hour))
+	}
+	if r.IntN(2) == 0 {
+		q.To = time.Unix(0, t0+int64(10+r.IntN(40))*int64(time.Hour)+int64(r.IntN(3600000))*int64(time.Millisecond))
+	}
+	if r.IntN(4) == 0 {
+		q.Ifaces = []string{ifPool[r.IntN(len(ifPool))]}
+	}
+}
+
 func TestAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	recs := randRecords(r, 6000)

@@ -91,15 +91,7 @@ func TestTopSeriesAgainstRun(t *testing.T) {
 		}
 		q := Query{Group: groups[r.IntN(len(groups))], Cond: cond, Limit: 1 + r.IntN(10), Workers: 1 + r.IntN(2),
 			Sort: Metric(r.IntN(5)), Dir: Direction(r.IntN(3)), Ascending: r.IntN(4) == 0}
-		if r.IntN(2) == 0 {
-			q.From = time.Unix(0, t0+int64(r.IntN(30))*int64(time.Hour))
-		}
-		if r.IntN(2) == 0 {
-			q.To = time.Unix(0, t0+int64(10+r.IntN(40))*int64(time.Hour)+int64(r.IntN(3600000))*int64(time.Millisecond))
-		}
-		if r.IntN(4) == 0 {
-			q.Ifaces = []string{ifPool[r.IntN(len(ifPool))]}
-		}
+		randWindow(r, &q)
 		var lv []flow.Record
 		if r.IntN(4) == 0 {
 			lv = live
