@@ -26,14 +26,7 @@ func TestBinTotalsAgainstGroupByTime(t *testing.T) {
 	groups := [][]Attr{{AttrSrcIP}, {AttrDstIP, AttrIface}, {AttrSrcIP, AttrDstIP}, {AttrDstPort, AttrProto}, {AttrProto}, nil,
 		{AttrTime, AttrSrcIP}}
 	for i := range 100 {
-		rc := randCond(r, 2)
-		if r.IntN(3) == 0 {
-			rc = rcond{"", func(*flow.Record) bool { return true }}
-		}
-		cond, err := ParseCondition(rc.text)
-		if err != nil {
-			t.Fatalf("query %d: %q: %v", i, rc.text, err)
-		}
+		rc, cond := randParsedCond(t, r, i)
 		q := Query{Group: groups[r.IntN(len(groups))], Cond: cond, Limit: r.IntN(3) * 5, Workers: 1 + r.IntN(2),
 			Sort: Metric(r.IntN(5)), Dir: Direction(r.IntN(3)), Resolution: []time.Duration{0, time.Hour}[r.IntN(2)]}
 		randWindow(r, &q)

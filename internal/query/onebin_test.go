@@ -61,14 +61,7 @@ func TestOneBinBlocksAgainstReference(t *testing.T) {
 	groups := [][]Attr{{AttrTime}, {AttrTime, AttrSrcIP}, {AttrDstIP, AttrTime}, {AttrTime, AttrSrcIP, AttrIface}, {AttrIface, AttrTime},
 		{AttrSrcIP}, {AttrDstIP, AttrIface}, {AttrIface}, nil, {AttrTime, AttrSrcIP, AttrDstIP}, {AttrTime, AttrNode}}
 	for i := range 120 {
-		rc := randCond(r, 2)
-		if r.IntN(3) == 0 {
-			rc = rcond{"", func(*flow.Record) bool { return true }}
-		}
-		cond, err := ParseCondition(rc.text)
-		if err != nil {
-			t.Fatalf("query %d: %q: %v", i, rc.text, err)
-		}
+		rc, cond := randParsedCond(t, r, i)
 		q := &Query{Group: groups[r.IntN(len(groups))], Cond: cond, Limit: r.IntN(3) * 3, Workers: 1 + r.IntN(2),
 			Sort: Metric(r.IntN(5)), Dir: Direction(r.IntN(3)),
 			Resolution: []time.Duration{0, time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour}[r.IntN(5)]}

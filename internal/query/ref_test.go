@@ -231,6 +231,21 @@ func randLeaf(r *rand.Rand) rcond {
 	}
 }
 
+// randParsedCond draws query i's condition for the cross-checks: a random
+// one of depth 2, or none (every row) one time in three, parsed.
+func randParsedCond(t *testing.T, r *rand.Rand, i int) (rcond, *Condition) {
+	t.Helper()
+	rc := randCond(r, 2)
+	if r.IntN(3) == 0 {
+		rc = rcond{"", func(*flow.Record) bool { return true }}
+	}
+	cond, err := ParseCondition(rc.text)
+	if err != nil {
+		t.Fatalf("query %d: %q: %v", i, rc.text, err)
+	}
+	return rc, cond
+}
+
 func randCond(r *rand.Rand, depth int) rcond {
 	if depth == 0 || r.IntN(3) == 0 {
 		return randLeaf(r)

@@ -81,14 +81,7 @@ func TestTopSeriesAgainstRun(t *testing.T) {
 		{AttrDstIP, AttrIface}, {AttrSrcPort}, {AttrSrcIP, AttrNode}}
 	answered := 0
 	for i := range 150 {
-		rc := randCond(r, 2)
-		if r.IntN(3) == 0 {
-			rc = rcond{"", func(*flow.Record) bool { return true }}
-		}
-		cond, err := ParseCondition(rc.text)
-		if err != nil {
-			t.Fatalf("query %d: %q: %v", i, rc.text, err)
-		}
+		rc, cond := randParsedCond(t, r, i)
 		q := Query{Group: groups[r.IntN(len(groups))], Cond: cond, Limit: 1 + r.IntN(10), Workers: 1 + r.IntN(2),
 			Sort: Metric(r.IntN(5)), Dir: Direction(r.IntN(3)), Ascending: r.IntN(4) == 0}
 		randWindow(r, &q)

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
-	"math"
+
 	"strconv"
 	"time"
 )
@@ -181,17 +181,11 @@ func parseIndex(b []byte) (*index, error) {
 	x.entries = make([]indexEntryT, n)
 	var end int64
 	for i := range x.entries {
-		e := &x.entries[i]
-		e.off = int64(binary.LittleEndian.Uint64(p[0:]))
-		e.blockLen = int(binary.LittleEndian.Uint32(p[8:]))
-		e.headerLen = int(binary.LittleEndian.Uint32(p[12:]))
-		e.rows = int(binary.LittleEndian.Uint32(p[16:]))
-		e.minStart = int64(binary.LittleEndian.Uint64(p[24:]))
-		e.maxEnd = int64(binary.LittleEndian.Uint64(p[32:]))
-		if e.off < end || (ver == indexVersion && e.off != end) || e.headerLen < fixedHeader || e.headerLen > e.blockLen ||
-			e.rows > maxRows || e.off > math.MaxInt64-int64(e.blockLen) {
+		e, ok := parseEntry(p, end)
+		if !ok || (ver == indexVersion && e.off != end) {
 			return nil, errBadIndex
 		}
+		x.entries[i] = e
 		end = e.off + int64(e.blockLen)
 		p = p[indexEntry:]
 	}
