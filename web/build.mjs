@@ -46,7 +46,7 @@ await esbuild.build({
   entryPoints: { app: "src/main.ts" },
   outdir: "dist",
   bundle: true,
-  splitting: true, // charts.ts (ECharts) is imported dynamically: its own chunk, fetched while the first queries run
+  splitting: true, // sankey.ts (ECharts) is imported dynamically: its own chunk, fetched once the first paint is done
   chunkNames: "[name]-[hash]",
   minify: true,
   format: "esm",
@@ -65,16 +65,13 @@ await esbuild.build({
 // The chunks app.js imports statically are fetched beside it (modulepreload), not after it has arrived: one
 // round trip fewer before the console's first request.
 const staticChunks = [...readFileSync(join(dist, "app.js"), "utf8").matchAll(/(?:^|;)import\{[^}]*\}from"\.\/(chunk-[A-Z0-9]+\.js)"/g)].map((m) => m[1]);
-// The charts chunk too (imported dynamically, once the first request is out): its 0.5 MB are fetched and
-// compiled while app.js starts, so ECharts is ready sooner after the first answer.
-const appJS = readFileSync(join(dist, "app.js"), "utf8");
-staticChunks.push(...[...appJS.matchAll(/import\("\.\/(charts-[A-Z0-9]+\.js)"\)/g)].map((m) => m[1]));
+// Not the Sankey's chunk (ECharts, imported dynamically): the first paint needs neither its download nor its compile.
 const html = readFileSync(join(root, "src/index.html"), "utf8");
 const preload = staticChunks.map((c) => `<link rel="modulepreload" href="${c}">\n`).join("");
 if (!html.includes('<script type="module" src="app.js" blocking="render"></script>\n')) throw new Error("index.html: no app.js script tag to preload beside");
 writeFileSync(join(dist, "index.html"), html.replace('<script type="module" src="app.js" blocking="render"></script>\n', (t) => t + preload));
 let licences = "weir's console bundles these libraries (app.js and its chunks):\n";
-for (const [name, file] of [["echarts", "LICENSE"], ["echarts", "NOTICE"], ["zrender", "LICENSE"], ["tslib", "LICENSE.txt"]]) {
+for (const [name, file] of [["uplot", "LICENSE"], ["echarts", "LICENSE"], ["echarts", "NOTICE"], ["zrender", "LICENSE"], ["tslib", "LICENSE.txt"]]) {
   const pkg = JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8"));
   licences += `\n==== ${name} ${pkg.version} (${pkg.license}) ====\n\n` + readFileSync(join(root, "node_modules", name, file), "utf8");
 }

@@ -1,5 +1,5 @@
-// The series colours of style.css, read once: shared by the table (main.ts)
-// and the charts, kept apart from charts.ts so the table needs no ECharts.
+// The series colours of style.css, read once: shared by the table (main.ts),
+// the time chart (timechart.ts) and the Sankey (sankey.ts).
 
 export function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();

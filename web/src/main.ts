@@ -2,7 +2,8 @@
 // tables to the HTTP API, and keeps the whole view in the URL.
 
 import { ApiError, getJSON, liveRecords, Meta, onTokenRequired, QueryResult, Row, setToken, TopSeries } from "./api";
-import type { Link, SankeyChart_, Series, TimeChart } from "./charts";
+import type { Link, Sankey } from "./sankey";
+import { Series, TimeChart } from "./timechart";
 import { otherColor, palette } from "./colors";
 import { FilterBar } from "./filter";
 import { cell, condValue, exact, rate } from "./format";
@@ -15,23 +16,19 @@ let meta: Meta;
 let view: View;
 let filterBar: FilterBar;
 let timeChart: TimeChart;
-let sankey: SankeyChart_;
-/** charts resolves when the ECharts chunk is loaded and both charts exist (loadCharts starts it). */
-let charts: Promise<void> | null = null;
+/** sankeyP resolves to the Sankey once its chunk (ECharts) is loaded (loadSankey starts it). */
+let sankeyP: Promise<Sankey> | null = null;
 
 /**
- * loadCharts imports the charts' chunk (ECharts, most of the console's code) once: after the first queries are
- * sent, so parsing and running it overlaps the server's work instead of delaying the first request.
+ * loadSankey imports the Sankey's chunk (ECharts, most of the console's code) once: after the table and the time
+ * chart are drawn, while the server works on the Sankey's query, so the first useful paint needs neither its
+ * download nor its compile.
  */
-function loadCharts(): Promise<void> {
-  charts ??= handled(import("./charts").then((c) => {
-    timeChart = new c.TimeChart($("chart"));
-    sankey = new c.SankeyChart_($("sankey"));
-  }));
-  return charts;
+function loadSankey(): Promise<Sankey> {
+  sankeyP ??= handled(import("./sankey").then((c) => new c.Sankey($("sankey"))));
+  return sankeyP;
 }
 let loadSeq = 0;
-let warmed = false; // the time chart's code has run once (TimeChart.warm)
 let inflight: AbortController | null = null;
 let refreshTimer = 0;
 let liveTimer = 0;
@@ -170,14 +167,6 @@ async function load(): Promise<void> {
   // for the top and the totals, and asks the series as soon as it knows the top, without a round trip.
   const viewP = handled(getJSON<TopSeries>("/api/v1/topseries",
     params({ group: view.group.join(","), limit: String(view.limit), sort, resolution: res }, from, to, cond), ctl.signal));
-  const chartsP = loadCharts();
-  if (!warmed) {
-    // The first time, while the server works: ECharts' first drawing, done once on a made-up chart of this shape.
-    warmed = true;
-    let answered = false;
-    viewP.then(() => (answered = true), () => (answered = true));
-    void chartsP.then(() => answered || seq !== loadSeq || timeChart.warm(view.limit + 1, Math.round((to - from) / (step * 1000))));
-  }
   try {
     const { top, series, totals } = await viewP;
     if (seq !== loadSeq) return;
@@ -205,16 +194,16 @@ async function load(): Promise<void> {
       notice(hint);
     }
     const groupCond = top.rows.map((r) => `(${rowCondition(view.group, r)})`).join(" or ");
-    await chartsP;
+    await drawSeries(top, series, totals, colors, step, from, to, fmt);
     if (seq !== loadSeq) return;
-    drawSeries(top, series, totals, colors, step, from, to, fmt);
     if (performance.getEntriesByName("weir-chart").length === 0) performance.mark("weir-chart"); // with the table: first useful paint
     // The Sankey of the top groups when its left side is the grouping (fewer rows to aggregate), else of everything.
     // Asked once the chart is drawn: on a small machine its query (on every core) would slow the chart's drawing.
     const ofTop = view.group.length === 1 && view.group[0] === view.sankey[0] && top.rows.length > 0;
     const sankeyCond = ofTop ? (cond ? `(${cond}) and (${groupCond})` : groupCond) : cond;
-    const pairs = await getJSON<QueryResult>("/api/v1/query",
-      params({ group: view.sankey.join(","), limit: String(view.limit * 2), sort }, from, to, sankeyCond), ctl.signal);
+    const pairsP = handled(getJSON<QueryResult>("/api/v1/query",
+      params({ group: view.sankey.join(","), limit: String(view.limit * 2), sort }, from, to, sankeyCond), ctl.signal));
+    const [pairs, sankey] = await Promise.all([pairsP, loadSankey()]);
     if (seq !== loadSeq) return;
     sankey.render(pairs.rows.map((r): Link => ({
       source: cell(view.sankey[0], r[view.sankey[0]]), target: cell(view.sankey[1], r[view.sankey[1]]),
@@ -239,8 +228,9 @@ async function load(): Promise<void> {
   }
 }
 
+/** drawSeries draws the top groups' series (and Other) on the time chart; it resolves once they are drawn. */
 function drawSeries(top: QueryResult, series: QueryResult | null, totals: QueryResult, colors: string[], step: number,
-  from: number, to: number, fmt: (v: number) => string): void {
+  from: number, to: number, fmt: (v: number) => string): Promise<void> {
   const bins = Math.round((to - from) / (step * 1000));
   const idx = (t: string) => Math.round((Date.parse(t) - from) / (step * 1000));
   const keyOf = (r: Row) => view.group.map((a) => JSON.stringify(r[a] ?? null)).join("|");
@@ -270,7 +260,7 @@ function drawSeries(top: QueryResult, series: QueryResult | null, totals: QueryR
   const points = (vs: Float64Array) => Array.from(vs, (v, b): [number, number | null] => [t(b), b < first || b > last ? null : v]);
   const out: Series[] = top.rows.map((r, i) => ({ name: rowName(view.group, r), color: colors[i], points: points(vals[i]) }));
   if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor(), points: points(other) });
-  timeChart.render(out, view.chart === "stacked", fmt, [from, to]);
+  return timeChart.render(out, view.chart === "stacked", fmt, [from, to]);
 }
 
 function drill(r: Row): void {
@@ -415,6 +405,7 @@ async function main(): Promise<void> {
     view = { ...view, ...day };
     history.pushState(null, "", toURL(view));
   }
+  timeChart = new TimeChart($("chart"));
   const loaded = load(); // the queries go out before anything else is set up
   theme();
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", theme);

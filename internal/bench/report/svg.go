@@ -29,7 +29,7 @@ func colour(i int) string { return fmt.Sprintf("var(--series-%d)", i%seriesColou
 // svgEsc escapes text for SVG.
 func svgEsc(s string) string { return template.HTMLEscapeString(s) }
 
-// svgOpen starts a chart as the console draws one (ECharts, themed by the
+// svgOpen starts a chart as the console draws one (uPlot, themed by the
 // stylesheet): muted axis labels, grid-coloured split lines and x axis, no
 // y axis line, no axis names (the panel's title says what is shown).
 func svgOpen(b *strings.Builder, id, title string) {
