@@ -87,6 +87,32 @@ try {
   check(drawnFirst >= Date.parse(meta.first) - 3600e3, `the chart draws from ${new Date(drawnFirst).toISOString()}, the store starts at ${meta.first}`);
   const ink = await canvasInk(page, "#chart");
   check(ink > 5000, `the chart drew ${ink} coloured pixels`);
+  // The values uPlot holds are the API's: with Other shown, the stack's top in each bin is the bin's total, so their
+  // sum over the bins is the sum of the totals the server answers for the page's own request.
+  const held = await page.evaluate(async () => {
+    const req = new URL(performance.getEntriesByType("resource").find((e) => e.name.includes("/api/v1/topseries?")).name);
+    const ans = await fetch(req).then((r) => r.json());
+    const step = parseInt(req.searchParams.get("resolution"), 10);
+    return { api: ans.totals.rows.reduce((s, r) => s + (r.bytes_in + r.bytes_out) / step, 0), chart: Number(document.querySelector("#chart").dataset.total) };
+  });
+  check(held.api > 0 && Math.abs(held.chart - held.api) <= 1e-9 * held.api, `the chart holds ${held.chart} bytes/s over its bins, the API's totals ${held.api}`);
+  // Hover: the tooltip shows the bin's time and the values of the series under the cursor, largest first, named
+  // as in the table (or Other).
+  const over = await page.$("#chart .u-over");
+  const box = await over.boundingBox();
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2);
+  await page.waitForSelector("#chart .chart-tip:not([hidden])", wait);
+  const tip = await page.$eval("#chart .chart-tip", (t) => ({
+    title: t.querySelector(".tip-title").textContent,
+    names: [...t.querySelectorAll(".tip-name")].map((n) => n.textContent),
+    values: [...t.querySelectorAll(".tip-value")].map((n) => n.textContent),
+  }));
+  check(/^2026-01-0[12] \d\d:\d0:00Z$/.test(tip.title), `tooltip title ${tip.title}`);
+  check(tip.names.length > 0 && tip.names.every((n) => n === "Other" || top.includes(n)), `tooltip names ${tip.names} not in the table ${top}`);
+  check(tip.values.every((v) => /\d/.test(v)), `tooltip values ${tip.values}`);
+  await page.screenshot({ path: join(artifacts, "console-tooltip.png"), clip: { x: box.x - 80, y: box.y - 20, width: box.width + 100, height: box.height + 60 } });
+  await page.mouse.move(box.x + box.width / 2, box.y - 60); // off the chart: the tooltip goes
+  await page.waitForSelector("#chart .chart-tip[hidden]", { ...wait, state: "attached" });
   check(Number(await page.getAttribute("#sankey", "data-links")) > 5, "the Sankey got no links");
   check((await canvasInk(page, "#sankey")) > 2000, "the Sankey drew nothing");
   check(await page.isHidden("#node-wrap"), "a node selector without nodes");
