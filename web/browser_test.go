@@ -141,7 +141,7 @@ func serve(t testing.TB, bin, dir string) string {
 // must have drawn; a mistake must show the server's message under the bad
 // token; a row must drill down; a shared URL must reopen the same view;
 // the chart must stop where the stored flows stop; an empty store must say
-// so. Screenshots and timings go to build/console/.
+// so; an interface named like markup must show as text. Screenshots and timings go to build/console/.
 func TestConsoleInBrowser(t *testing.T) {
 	node := needBrowser(t)
 	tmp := t.TempDir()
@@ -160,6 +160,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	emptyAddr := serve(t, bin, empty)
+	// Names come from the network: an interface named like markup must show as text, in the table and the tooltip.
+	const hostileName = `<img src=x onerror="window.__pwned=1">`
+	hostile := filepath.Join(tmp, "hostile")
+	run(t, bin, "bench", "gendb", "--data-dir", hostile, "--days", "1", "--blocks-per-day", "144", "--flows-per-block", "50",
+		"--seed", "5", "--ifaces", "eth0,"+hostileName, "--no-sync")
+	hostileAddr := serve(t, bin, hostile)
 
 	artifacts, err := filepath.Abs("../build/console")
 	if err != nil {
@@ -169,7 +175,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancel()
 	var out syncBuffer
 	cmd := exec.CommandContext(ctx, node, "test/console.test.mjs")
-	cmd.Env = append(os.Environ(), "WEIR_URL=http://"+addr, "WEIR_EMPTY_URL=http://"+emptyAddr, "WEIR_TOP_ALL="+topAll, "WEIR_TOP_DAY="+topDay,
+	cmd.Env = append(os.Environ(), "WEIR_URL=http://"+addr, "WEIR_EMPTY_URL=http://"+emptyAddr,
+		"WEIR_HOSTILE_URL=http://"+hostileAddr, "WEIR_HOSTILE_NAME="+hostileName, "WEIR_TOP_ALL="+topAll, "WEIR_TOP_DAY="+topDay,
 		"WEIR_FROM="+from, "WEIR_TO="+to, "WEIR_ARTIFACTS="+artifacts)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

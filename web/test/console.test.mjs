@@ -2,6 +2,7 @@
 // playwright-core, against a running 'weir serve'. Run by web/browser_test.go:
 //
 //   WEIR_URL=http://127.0.0.1:PORT WEIR_EMPTY_URL=http://127.0.0.1:PORT2 WEIR_TOP_ALL=10.0.0.0 WEIR_TOP_DAY=10.0.0.0 \
+//   WEIR_HOSTILE_URL=http://127.0.0.1:PORT3 WEIR_HOSTILE_NAME='<img ...>' \
 //   WEIR_FROM=... WEIR_TO=... WEIR_ARTIFACTS=build/console node test/console.test.mjs
 //
 // Prints "ok NAME" per check, "RESULT {json}" with the timings, and exits
@@ -17,7 +18,7 @@ const env = (k) => {
   return v;
 };
 const base = env("WEIR_URL"), topAll = env("WEIR_TOP_ALL"), topDay = env("WEIR_TOP_DAY");
-const emptyURL = env("WEIR_EMPTY_URL");
+const emptyURL = env("WEIR_EMPTY_URL"), hostileURL = env("WEIR_HOSTILE_URL"), hostileName = env("WEIR_HOSTILE_NAME");
 const from = env("WEIR_FROM"), to = env("WEIR_TO"), artifacts = env("WEIR_ARTIFACTS");
 const wait = { timeout: 90000 }; // generous: CI machines are loaded
 mkdirSync(artifacts, { recursive: true });
@@ -230,6 +231,23 @@ try {
   await page3.close();
   check(errors.length === 0, `console errors:\n${errors.join("\n")}`);
   console.log("ok empty store");
+
+  // 9. Names from the network are text: a store whose interface is named like markup, grouped by interface.
+  const page4 = await ctx.newPage();
+  watch(page4);
+  await page4.goto(hostileURL + "/?group=iface", wait);
+  await ready(page4);
+  check((await rows(page4)).includes(hostileName), `hostile name: table rows ${await rows(page4)}`);
+  check((await page4.$$eval("#iface option", (os) => os.map((o) => o.textContent))).includes(hostileName), "hostile name: not in the interface list");
+  const hbox = await (await page4.$("#chart .u-over")).boundingBox();
+  await page4.mouse.move(hbox.x + hbox.width / 2, hbox.y + hbox.height / 2);
+  await page4.waitForSelector("#chart .chart-tip:not([hidden])", wait);
+  const tipNames = await page4.$$eval("#chart .chart-tip .tip-name", (ns) => ns.map((n) => n.textContent));
+  check(tipNames.includes(hostileName), `hostile name: tooltip shows ${tipNames}`);
+  check(await page4.evaluate(() => document.querySelectorAll("img").length === 0 && window.__pwned === undefined), "hostile name: parsed as markup");
+  await page4.close();
+  check(errors.length === 0, `console errors:\n${errors.join("\n")}`);
+  console.log("ok names are text");
   console.log("RESULT " + JSON.stringify(results));
 } finally {
   await ctx.close();
