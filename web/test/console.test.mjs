@@ -208,7 +208,15 @@ try {
   await page2.close();
   console.log("ok shared URL");
 
-  // 7. Dark theme, and the live tab of a server without live flows.
+  // 7. Lines instead of stacked areas: other pixels, the same values held; then the dark theme, and the live tab of a
+  // server without live flows.
+  const [stackedPx, stackedTotal] = [await page.$eval("#chart canvas", (c) => c.toDataURL()), Number(await page.getAttribute("#chart", "data-total"))];
+  await page.selectOption("#chart-type", "lines");
+  await ready(page);
+  check((await page.$eval("#chart canvas", (c) => c.toDataURL())) !== stackedPx, "lines: the chart did not change");
+  const linesTotal = Number(await page.getAttribute("#chart", "data-total"));
+  check(stackedTotal > 0 && Math.abs(linesTotal - stackedTotal) <= 1e-9 * stackedTotal, `lines hold ${linesTotal}, stacked ${stackedTotal}`);
+  check((await canvasInk(page, "#chart")) > 300, "lines: nothing drawn");
   await page.click("#theme");
   await ready(page);
   check((await page.evaluate(() => document.documentElement.dataset.theme)) === "dark", "no dark theme");
