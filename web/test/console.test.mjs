@@ -217,6 +217,12 @@ try {
   const linesTotal = Number(await page.getAttribute("#chart", "data-total"));
   check(stackedTotal > 0 && Math.abs(linesTotal - stackedTotal) <= 1e-9 * stackedTotal, `lines hold ${linesTotal}, stacked ${stackedTotal}`);
   check((await canvasInk(page, "#chart")) > 300, "lines: nothing drawn");
+  // The chart follows its panel's width.
+  const wideCanvas = await page.$eval("#chart canvas", (c) => c.getBoundingClientRect().width);
+  await page.setViewportSize({ width: 1000, height: 1300 });
+  await page.waitForFunction((w) => document.querySelector("#chart canvas").getBoundingClientRect().width < w - 300, wideCanvas, wait);
+  await page.setViewportSize({ width: 1400, height: 1300 });
+  await page.waitForFunction((w) => Math.abs(document.querySelector("#chart canvas").getBoundingClientRect().width - w) < 2, wideCanvas, wait);
   await page.click("#theme");
   await ready(page);
   check((await page.evaluate(() => document.documentElement.dataset.theme)) === "dark", "no dark theme");
