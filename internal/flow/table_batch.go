@@ -161,11 +161,15 @@ func (t *Table) applyHit(p *Packet, r *pending) {
 	pk, b, first := t.counts(p)
 	t.stats.Packets += uint64(pk)
 	t.stats.Bytes += b
-	slots, tags, n, h := t.slots, t.tags, t.n, r.h
+	// The probe indexes tags and slots through their base pointers: i < n =
+	// len(tags) = len(slots) always, and the two bounds checks per step held
+	// two registers the loop needs (their values spilled to the stack).
+	tags, slots := unsafe.Pointer(unsafe.SliceData(t.tags)), unsafe.Pointer(unsafe.SliceData(t.slots))
+	n, h := t.n, r.h
 	i := fastrange(h, n)
 	for {
-		if tg := tags[i]; tg == h { // tag first: rejects a mismatch without touching its slot
-			if s := &slots[i]; s.key.eq(&r.w) {
+		if tg := *(*uint32)(unsafe.Add(tags, uintptr(i)*4)); tg == h { // tag first: rejects a mismatch without touching its slot
+			if s := (*slot)(unsafe.Add(slots, uintptr(i)*unsafe.Sizeof(slot{}))); s.key.eq(&r.w) {
 				d := r.dir & 1 // 0 or 1: no bounds checks on the per-direction arrays
 				if (t.dedup == 0 || s.owner[d] == p.Iface+1) && s.state&stEnding == 0 &&
 					first-s.end < t.idle && s.pkts[d] <= t.pktLimit-pk && s.pkts[0]|s.pkts[1] != 0 &&
