@@ -61,10 +61,25 @@ func TestSlotLayout(t *testing.T) {
 	if unsafe.Sizeof(slot{}) != 96 || SlotSize() != 100 {
 		t.Fatalf("slot %d B, SlotSize = %d; want 96, 100", unsafe.Sizeof(slot{}), SlotSize())
 	}
-	tb, _ := newTable(t, Config{MaxFlows: 3000})
-	// 3000 + 3000/3 + 1 = 4001 slots: load factor ≤ 0.75, linear in MaxFlows.
-	if got := tb.MemoryBytes(); got != 4001*100 || len(tb.tags) != 4001 || len(tb.slots) != 4001 {
-		t.Fatalf("MemoryBytes = %d, want %d (%d slots, %d tags)", got, 4001*100, len(tb.slots), len(tb.tags))
+	// Slots per MaxFlows: 2·MaxFlows+1 (load ≤ 0.5) for small tables, then
+	// at least smallTable, then MaxFlows·4/3+1 (load ≤ 0.75): linear, and
+	// never fewer slots for more flows.
+	for _, c := range []struct{ flows, slots int }{
+		{1, 3}, {3000, 6001}, {16383, 32767}, {16384, 32768}, {20000, 32768},
+		{24575, 32768}, {24576, 32769}, {30000, 40001}, {300000, 400001},
+	} {
+		tb, _ := newTable(t, Config{MaxFlows: c.flows})
+		if got := tb.MemoryBytes(); got != c.slots*100 || len(tb.tags) != c.slots || len(tb.slots) != c.slots {
+			t.Errorf("MaxFlows %d: MemoryBytes = %d, want %d (%d slots, %d tags)", c.flows, got, c.slots*100, len(tb.slots), len(tb.tags))
+		}
+		if float64(c.flows)/float64(c.slots) > 0.75 {
+			t.Errorf("MaxFlows %d: %d slots, load above 0.75", c.flows, c.slots)
+		}
+	}
+	for m := 1; m < 40000; m += 97 {
+		if slotsFor(m+1) < slotsFor(m) || slotsFor(m) <= m {
+			t.Fatalf("slotsFor(%d) = %d, slotsFor(%d) = %d: want more slots than flows, never fewer for more", m, slotsFor(m), m+1, slotsFor(m+1))
+		}
 	}
 }
 
