@@ -55,7 +55,7 @@ func (o *captureOpts) flags(fs *flag.FlagSet) {
 		return err
 	})
 	fs.StringVar(&o.synth, "synthetic", "", "generate deterministic traffic: `spec` of key=value pairs: flows, packets, ipv6, udp, seed, min-payload, max-payload")
-	fs.IntVar(&o.maxFlows, "max-flows", 262144, "flow table size: live flows kept at once (memory is preallocated, about 133 bytes per flow)")
+	fs.IntVar(&o.maxFlows, "max-flows", 262144, "flow table size: live flows kept at once (memory is preallocated, about 133 bytes per flow, 200 up to 16384 flows)")
 	fs.DurationVar(&o.idle, "idle-timeout", 15*time.Second, "emit a flow after this long without packets")
 	fs.DurationVar(&o.active, "active-timeout", 60*time.Second, "emit a long-lived flow's counters this often and keep it (0 disables)")
 	fs.DurationVar(&o.linger, "end-linger", 2*time.Second, "after TCP FIN both ways or RST, wait this long for the last packets")
