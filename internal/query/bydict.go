@@ -49,35 +49,20 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		clear(accDrops)
 		sc.accDrops = accDrops
 	}
-	// The row loop on locals resliced to N: no bounds checks but acc's,
-	// and the counters in registers rather than through sc. It has no
-	// branch on the entry (a first use is unpredictable: half the rows of
-	// a block are one): each entry notes its rows' families as bits, and
-	// the rare entry seen in two (or with an odd version) is split
-	// afterwards (splitFamilies).
+	// The row loops are functions of their own: in byDict's body the
+	// compiler spilled their slices and counters to the stack and reloaded
+	// them every row.
 	n := c.N
-	idx, sel = idx[:n], sel[:n]
-	ver, pk, by, rpk, rby := c.IPVersion[:n], c.Packets[:n], c.Bytes[:n], c.RevPackets[:n], c.RevBytes[:n]
+	sumEntries(acc, idx[:n], sel[:n], c.Packets[:n], c.Bytes[:n], c.RevPackets[:n], c.RevBytes[:n])
 	clear(vers)
-	matched := int64(0)
-	var seen uint8 // every family bit of the block
-	for i, x := range idx {
-		if !sel[i] {
-			continue
-		}
-		matched++
-		a := &acc[x]
-		a.Packets += pk[i]
-		a.Bytes += by[i]
-		a.RevPackets += rpk[i]
-		a.RevBytes += rby[i]
-		a.Flows++
-		f := famBits[ver[i]]
-		seen |= f
-		vers[x] |= f
-		if drops {
-			accDrops[x][0] += c.DropPackets[i]
-			accDrops[x][1] += c.DropBytes[i]
+	matched, seen := entryFamilies(vers, idx[:n], sel[:n], c.IPVersion[:n])
+	if drops {
+		dp, db := c.DropPackets[:n], c.DropBytes[:n]
+		for i, x := range idx[:n] {
+			if sel[i] {
+				accDrops[x][0] += dp[i]
+				accDrops[x][1] += db[i]
+			}
 		}
 	}
 	var odd map[uint32]uint8
@@ -154,6 +139,51 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		}
 	}
 	return true
+}
+
+// sumEntries adds each selected row's counters to its dictionary entry's
+// sums (all slices of one block's length but acc).
+//
+//go:noinline
+func sumEntries(acc []sums, idx []uint32, sel []bool, pk, by, rpk, rby []uint64) {
+	n := len(idx)
+	sel, pk, by, rpk, rby = sel[:n], pk[:n], by[:n], rpk[:n], rby[:n]
+	for i, x := range idx {
+		if !sel[i] {
+			continue
+		}
+		a := &acc[x]
+		a.Packets += pk[i]
+		a.Bytes += by[i]
+		a.RevPackets += rpk[i]
+		a.RevBytes += rby[i]
+		a.Flows++
+	}
+}
+
+// entryFamilies notes in fams each selected row's IP family (famBits) on
+// its dictionary entry, with no branch on the entry (a first use is
+// unpredictable: half the rows of a block are one); the rare entry seen
+// in two families (or with an odd version) is split afterwards
+// (splitFamilies). It returns the selected rows and every family bit of
+// the block.
+//
+//go:noinline
+func entryFamilies(fams []uint8, idx []uint32, sel []bool, ver []uint8) (int64, uint8) {
+	n := len(idx)
+	sel, ver = sel[:n], ver[:n]
+	matched := int64(0)
+	var seen uint8
+	for i, x := range idx {
+		if !sel[i] {
+			continue
+		}
+		matched++
+		f := famBits[ver[i]]
+		seen |= f
+		fams[x] |= f
+	}
+	return matched, seen
 }
 
 // Family bits of byDict's row loop: an entry's bits are the families of
