@@ -11,3 +11,11 @@ func Line(p uintptr)
 //
 //go:noescape
 func Pair(p, q uintptr)
+
+// Lines prefetches the cache line holding each address of ps in one call:
+// Go saves every live register around a call, so a loop that prefetches
+// a batch ahead per call, not an entry ahead per call, keeps its values
+// in registers.
+//
+//go:noescape
+func Lines(ps []uintptr)

@@ -20,3 +20,13 @@ func TestPair(t *testing.T) {
 	Pair(p, p+88)
 	Pair(0, ^uintptr(0))
 }
+
+// TestLines: prefetching a batch of any addresses, mapped or not, or an
+// empty batch, is harmless.
+func TestLines(t *testing.T) {
+	b := make([]byte, 4096)
+	p := uintptr(unsafe.Pointer(&b[0]))
+	Lines(nil)
+	Lines([]uintptr{p})
+	Lines([]uintptr{p, p + 64, 0, ^uintptr(0), p + 4095})
+}

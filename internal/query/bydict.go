@@ -95,25 +95,25 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 		return true
 	}
 	// The id is the group: its sums are an array entry, not a table slot.
-	// First every used entry's id, then the sums with the entry of the id
-	// aheadAddrs on prefetched: byID (tens of thousands of addresses) is
-	// beyond the L2 cache and ids come in no order, so each add would
-	// otherwise wait for a miss.
-	ents, ids := sc.ents[:0], sc.entIDs[:0]
-	top := uint32(len(sc.byID))
+	// First the used entries, then their ids, then the sums, each pass
+	// prefetching a batch ahead: the address table and byID (tens of
+	// thousands of addresses) are beyond the L2 cache and ids come in no
+	// order, so each lookup and add would otherwise wait for a miss.
+	ents := sc.ents[:0]
 	for x := range acc {
-		if y := x + aheadAddrs; y < len(acc) && acc[y].Flows != 0 {
-			sc.g.prefetchAddr(&dict[y], vers[y])
-		}
 		if acc[x].Flows != 0 {
-			id := sc.g.addr(&dict[x], vers[x])
-			ents, ids = append(ents, uint32(x)), append(ids, id)
-			top = max(top, id+1)
+			ents = append(ents, uint32(x))
 		}
 	}
+	ids := slices.Grow(sc.entIDs[:0], len(ents))[:len(ents)]
 	sc.ents, sc.entIDs = ents, ids
+	top := max(uint32(len(sc.byID)), sc.g.internEnts(dict, vers, ents, ids))
 	if int(top) > len(sc.byID) {
 		sc.byID = slices.Grow(sc.byID, int(top)-len(sc.byID))[:top]
+	}
+	if sc.log == nil && !drops {
+		addByID(sc.byID, acc, ents, ids)
+		return true
 	}
 	byID := sc.byID
 	for j, x := range ents {
@@ -184,6 +184,85 @@ func entryFamilies(fams []uint8, idx []uint32, sel []bool, ver []uint8) (int64, 
 		fams[x] |= f
 	}
 	return matched, seen
+}
+
+// aheadBatch is how many dictionary entries byDict's passes prefetch in
+// one call, a batch ahead of the one they work on.
+const aheadBatch = 16
+
+// internEnts sets ids[j] to the interned id of dictionary entry ents[j]
+// (dict and vers: the entries' addresses and versions) and returns one
+// past the largest id.
+func (g *agg) internEnts(dict [][16]byte, vers []uint8, ents, ids []uint32) uint32 {
+	ids = ids[:len(ents)]
+	var pf [aheadBatch]uintptr
+	top := uint32(0)
+	for lo := 0; lo < len(ents); lo += aheadBatch {
+		if lo == 0 {
+			prefetch.Lines(g.slotAddrs(pf[:0], dict, vers, ents[:min(aheadBatch, len(ents))]))
+		}
+		hi := min(lo+aheadBatch, len(ents))
+		prefetch.Lines(g.slotAddrs(pf[:0], dict, vers, ents[hi:min(hi+aheadBatch, len(ents))]))
+		for j := lo; j < hi; j++ {
+			x := ents[j]
+			a, v := &dict[x], vers[x]
+			var id uint32
+			if t := &g.v4; v == 4 && t.e != nil && v4Mapped(a) {
+				// The first probe inline (it finds most addresses at
+				// most half full): a call would spill the loop.
+				k := binary.BigEndian.Uint32(a[12:])
+				if e := t.e[t.slot(k)]; uint32(e>>32) == k && uint32(e) != 0 {
+					id = uint32(e)
+				} else {
+					id = t.id(g, k, a)
+				}
+			} else {
+				id = g.addr(a, v)
+			}
+			ids[j] = id
+			top = max(top, id+1)
+		}
+	}
+	return top
+}
+
+// slotAddrs appends to pf the address of the address table's slot where
+// the probe for each entry of ents starts (IPv4 and IPv6; other
+// addresses go to a map: nothing to fetch).
+func (g *agg) slotAddrs(pf []uintptr, dict [][16]byte, vers []uint8, ents []uint32) []uintptr {
+	for _, x := range ents {
+		a := &dict[x]
+		switch ver := vers[x]; {
+		case ver == 4 && g.v4.e != nil && v4Mapped(a):
+			pf = append(pf, uintptr(unsafe.Pointer(&g.v4.e[g.v4.slot(binary.BigEndian.Uint32(a[12:]))])))
+		case ver != 4 && g.v6.e != nil:
+			pf = append(pf, uintptr(unsafe.Pointer(&g.v6.e[g.v6.slotOf(a)])))
+		}
+	}
+	return pf
+}
+
+// addByID adds each used dictionary entry's sums (acc[ents[j]]) to its
+// id's (byID[ids[j]]), prefetching a batch ahead.
+func addByID(byID, acc []sums, ents, ids []uint32) {
+	ids = ids[:len(ents)]
+	var pf [2 * aheadBatch]uintptr
+	lines := func(ids []uint32) []uintptr {
+		p := pf[:0]
+		for _, id := range ids {
+			e := &byID[id] // 40 bytes: may straddle two lines
+			p = append(p, uintptr(unsafe.Pointer(&e.Packets)), uintptr(unsafe.Pointer(&e.Flows)))
+		}
+		return p
+	}
+	prefetch.Lines(lines(ids[:min(aheadBatch, len(ids))]))
+	for lo := 0; lo < len(ents); lo += aheadBatch {
+		hi := min(lo+aheadBatch, len(ents))
+		prefetch.Lines(lines(ids[hi:min(hi+aheadBatch, len(ids))]))
+		for j := lo; j < hi; j++ {
+			byID[ids[j]].add(&acc[ents[j]])
+		}
+	}
 }
 
 // Family bits of byDict's row loop: an entry's bits are the families of
