@@ -65,15 +65,24 @@ func (sc *scanner) byDict(c *store.Columns, sel []bool, k gkey) bool {
 			}
 		}
 	}
-	var odd map[uint32]uint8
+	// Each entry's version from its rows' families (famVer: 0 for an
+	// unused entry and for one to split), noting in the same pass whether
+	// any is to be split.
+	var split uint8
 	if seen&^famV4 != 0 && seen&^famV6 != 0 { // not all one usual family: maybe an entry in two
-		odd = sc.splitFamilies(c, sel, k, dict, idx, acc, vers, accDrops)
+		for x, f := range vers {
+			vers[x] = famVer[f&famMask]
+			split |= famSplit[f&famMask]
+		}
+	} else {
+		for x, f := range vers {
+			vers[x] = famVer[f&famMask]
+		}
 	}
-	for x, f := range vers {
-		vers[x] = famVer[f&famMask]
-	}
-	for x, v := range odd {
-		vers[x] = v
+	if split != 0 {
+		for x, v := range sc.splitFamilies(c, sel, k, dict, idx, acc, vers, accDrops) {
+			vers[x] = v
+		}
 	}
 	sc.matched += matched
 	if binned {
@@ -282,32 +291,29 @@ var (
 		t[4], t[6] = famV4, famV6
 		return t
 	}()
-	famVer = [famMask + 1]uint8{famV4: 4, famV6: 6}
+	famVer   = [famMask + 1]uint8{famV4: 4, famV6: 6}
+	famSplit = [famMask + 1]uint8{famV4 | famV6: 1, famOther: 1, famOther | famV4: 1, famOther | famV6: 1, famMask: 1}
 )
 
 // splitFamilies keeps byDict's sums exact for an entry whose rows are not
 // all of one usual family (an address seen as ::ffff:a.b.c.d in IPv6 and
 // as a.b.c.d in IPv4): as before the branchless loop, the entry's sums
 // are its rows of the first row's version, and every other row goes to
-// its own group. It returns such entries' versions.
-func (sc *scanner) splitFamilies(c *store.Columns, sel []bool, k gkey, dict [][16]byte, idx []uint32, acc []sums, fams []uint8, accDrops [][2]uint64) map[uint32]uint8 {
-	mixed := func(f uint8) bool { return f != 0 && f != famV4 && f != famV6 }
-	found := false
-	for x, f := range fams {
-		if mixed(f) {
-			found = true
+// its own group. vers holds each entry's version, 0 for such an entry
+// (and for an unused one, which no selected row refers to). It returns
+// such entries' versions.
+func (sc *scanner) splitFamilies(c *store.Columns, sel []bool, k gkey, dict [][16]byte, idx []uint32, acc []sums, vers []uint8, accDrops [][2]uint64) map[uint32]uint8 {
+	for x, v := range vers {
+		if v == 0 { // unused entries' sums are 0 already
 			acc[x] = sums{}
 			if accDrops != nil {
 				accDrops[x] = [2]uint64{}
 			}
 		}
 	}
-	if !found { // the usual block with IPv6 rows: no address in both
-		return nil
-	}
 	first := map[uint32]uint8{} // a mixed entry's version, from its first row
 	for i, x := range idx {
-		if !sel[i] || !mixed(fams[x]) {
+		if !sel[i] || vers[x] != 0 {
 			continue
 		}
 		v := c.IPVersion[i]
