@@ -93,6 +93,8 @@ func (s *Store) survey() ([]*prunePart, int64, error) {
 func (s *Store) pruneLocked(now time.Time) (PruneStats, error) {
 	var st PruneStats
 	var errs []error
+	// Prune reads and rewrites committed indexes: none may be in flight.
+	s.drain()
 	for round := 0; round < 3; round++ { // again if freeing fell short of the estimate (file system block edges)
 		parts, total, err := s.survey()
 		if err != nil {

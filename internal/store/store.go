@@ -191,6 +191,19 @@ type Store struct {
 	stopOnce     sync.Once
 	abandoned    atomic.Bool // Close gave up on a stuck writer
 
+	// The commit pipeline (commit.go): the writer hands writeouts over in
+	// jobs and settles them under mu; the committer never takes mu.
+	jobs, doneJobs chan *commitJob
+	broken         atomic.Bool // a commit failed: skip the rest until settled
+	inflight       int         // handed over, not settled
+	handed         uint64      // jobs handed over, ever
+	live           []*commitJob
+	spare          [][]flow.Record // row buffers committed jobs gave back
+	commitErr      error           // the first failed commit, for Flush or Close
+	cmu            sync.Mutex      // finished, and ccond's
+	ccond          *sync.Cond
+	finished       uint64 // jobs the committer is done with, ever
+
 	rmu    sync.Mutex // reader caches
 	rparts map[string]*readPart
 
@@ -268,6 +281,9 @@ func Open(cfg Config) (*Store, error) {
 	s.finishInterrupted()
 	s.bytesOnDisk.Store(s.surveyOnOpen())
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	s.jobs, s.doneJobs = make(chan *commitJob, maxInFlight), make(chan *commitJob, maxInFlight)
+	s.ccond = sync.NewCond(&s.cmu)
+	go s.committer()
 	go s.ticker()
 	return s, nil
 }
@@ -314,6 +330,9 @@ func (s *Store) ticker() {
 		case <-t.C:
 			s.mu.Lock()
 			now := time.Now()
+			if !s.closed {
+				s.reapDone()
+			}
 			switch {
 			case s.closed:
 			case now.Sub(s.lastWriteout) >= s.cfg.Writeout:
@@ -326,22 +345,53 @@ func (s *Store) ticker() {
 	}
 }
 
-// Flush writes every partition's buffered rows as one block each, then
-// enforces retention. It tries each partition once even while writes are
-// failing, and returns within Config.CloseTimeout (ErrTimeout when a write
-// does not come back).
+// Flush writes every partition's buffered rows as one block each, waits
+// until they are durable (each block file fsynced, then its index record
+// written and fsynced), then enforces retention. It tries each partition
+// once even while writes are failing, returns the first commit that
+// failed since the last Flush (its rows are buffered again, to be
+// retried), and returns within Config.CloseTimeout (ErrTimeout when a
+// write does not come back). While it waits for the disk the writer lock
+// is free: Write goes on buffering and encoding.
 func (s *Store) Flush() error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
 	return s.bounded(func(deadline time.Time) error {
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		if s.closed {
+			s.mu.Unlock()
 			return ErrClosed
 		}
-		return s.flushLocked(deadline, true)
+		err := s.flushLocked(deadline, true)
+		n := s.handed
+		s.mu.Unlock()
+		s.waitCommitted(n)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.reapDone()
+		return errors.Join(s.takeCommitErr(), err)
 	}, false)
+}
+
+// FlushAsync writes every partition's buffered rows as blocks and hands
+// them to the committer without waiting for their fsyncs; at most
+// maxInFlight writeouts are outstanding (it waits for the oldest beyond
+// that). Its blocks are acknowledged by a later Flush or Close returning
+// nil; it returns the first failed commit not yet returned (the rows of
+// a failed commit are buffered again and retried).
+func (s *Store) FlushAsync() error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.reapDone()
+	err := s.flushLocked(time.Time{}, true)
+	return errors.Join(s.takeCommitErr(), err)
 }
 
 // Close writes out buffered rows and releases the store. It returns within
@@ -367,6 +417,8 @@ func (s *Store) Close() error {
 		}
 		s.closed = true
 		err := s.flushLocked(deadline, true)
+		s.drain()
+		err = errors.Join(s.takeCommitErr(), err)
 		if n := s.pendingRows.Load(); n > 0 && !s.abandoned.Load() {
 			s.dropPending(fmt.Sprintf("closing: %s records could not be written (%s) and are lost", commas(n), errText(s.fail.lastErr)))
 		}
@@ -376,6 +428,7 @@ func (s *Store) Close() error {
 			}
 			s.closePart(p)
 		}
+		close(s.jobs) // the committer ends
 		return err
 	}, true)
 	if errors.Is(err, ErrClosed) {
@@ -463,14 +516,20 @@ func (s *Store) markOnce(dir string, off int64) bool {
 
 func newEpoch() uint64 { return rand.Uint64() | 1 }
 
-// Pending calls fn with every record buffered for the next writeout (in
-// no particular order): with the flows still in a capture's tables, they
-// are what a query of the store does not see yet. The *Record is only
-// valid during the call; fn must not call the Store. It holds the writer
-// lock while it runs, so fn should only copy.
+// Pending calls fn with every record not yet acknowledged durable (in
+// no particular order): those buffered for the next writeout, and those
+// of blocks whose commit is in flight (such a block may just have become
+// visible to queries). The *Record is only valid during the call; fn
+// must not call the Store. It holds the writer lock while it runs (never
+// held across an fsync), so fn should only copy.
 func (s *Store) Pending(fn func(*flow.Record)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, j := range s.live {
+		for i := range j.rows {
+			fn(&j.rows[i])
+		}
+	}
 	for _, p := range s.parts {
 		for i := range p.pend {
 			fn(&p.pend[i])

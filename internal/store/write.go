@@ -36,6 +36,7 @@ type wpart struct {
 	sorted             bool      // pend is in Start order
 	written            bool      // a block was committed since the last periodic writeout
 	used               uint64    // s.clock when rows last went in
+	inflight           int       // its writeouts the committer holds (commit.go)
 	retryAt            time.Time // its own failure backoff (a cause of this partition only)
 	backoff            time.Duration
 	cause              string // such a cause in progress, said once
@@ -59,6 +60,7 @@ func (s *Store) Write(recs []flow.Record) error {
 		s.droppedRows.Add(int64(len(recs)))
 		return ErrClosed
 	}
+	s.reapDone()
 	now := time.Now()
 	w := int64(s.cfg.Writeout)
 	maxPend := int64(s.cfg.MaxPendingRows)
@@ -152,6 +154,9 @@ func (s *Store) evict(now time.Time) {
 		}
 	}
 	_ = s.writeout(lru, now, false)
+	if lru.inflight > 0 {
+		s.drain() // a failed commit puts its rows back first
+	}
 	if n := len(lru.pend); n > 0 {
 		s.pendingRows.Add(-int64(n))
 		lru.pend = nil
@@ -171,6 +176,7 @@ func (s *Store) evict(now time.Time) {
 // they do not take the buffer from partitions that can be written.
 func (s *Store) relieve(now time.Time) {
 	target := int64(s.cfg.MaxPendingRows - s.cfg.MaxPendingRows/4)
+	s.drain() // rows in flight count as pending until committed
 	big := make([]*wpart, 0, len(s.parts))
 	for _, p := range s.parts {
 		if len(p.pend) > 0 {
@@ -227,7 +233,7 @@ func (s *Store) flushLocked(deadline time.Time, force bool) error {
 			}
 			continue
 		}
-		if !p.written { // idle since the last writeout: release it
+		if !p.written && p.inflight == 0 { // idle since the last writeout: release it
 			s.settleIndex(p)
 			s.closePart(p)
 			delete(s.parts, k)
@@ -256,9 +262,9 @@ var errBackoff = errors.New("store: waiting to retry a failed write")
 // errAbandoned means Close gave up on this writeout (counted as lost).
 var errAbandoned = errors.New("store: write abandoned by Close")
 
-// writeout appends p's buffered rows as blocks and commits the index;
-// unless force, not while a failure's retry is not due. A failure keeps
-// the rows buffered and is counted and said (failure.go).
+// writeout appends p's buffered rows as blocks and hands them to the
+// committer; unless force, not while a failure's retry is not due. A
+// failure keeps the rows buffered and is counted and said (failure.go).
 func (s *Store) writeout(p *wpart, now time.Time, force bool) error {
 	if len(p.pend) == 0 {
 		return nil
@@ -266,21 +272,13 @@ func (s *Store) writeout(p *wpart, now time.Time, force bool) error {
 	if !force && !s.canWrite(p, now) {
 		return errBackoff
 	}
-	n := len(p.pend)
 	if err := s.appendBlocks(p); err != nil {
 		if !errors.Is(err, errAbandoned) {
 			s.writeFailed(p, err, now)
 		}
 		return err
 	}
-	s.pendingRows.Add(-int64(n))
-	if cap(p.pend) > 1<<16 {
-		p.pend = nil // a burst's buffer goes back to the heap
-	} else {
-		p.pend = p.pend[:0]
-	}
-	s.writeOK(p, now)
-	return nil
+	return nil // committed, or failed and counted, when the committer is done (commit.go)
 }
 
 // inject returns the error a test injected for op on path, if any.
@@ -404,6 +402,9 @@ func (s *Store) cutPastEnd(d *dirH, dir string, x *index, size int64) (*index, e
 // one a weir older than the journal reads too. Best effort: the journal
 // stays valid when this fails.
 func (s *Store) settleIndex(p *wpart) {
+	if p.inflight > 0 {
+		s.drain()
+	}
 	if p.xf == nil || p.idx == nil || p.idx.nrec == 0 || s.abandoned.Load() {
 		return
 	}
@@ -412,8 +413,12 @@ func (s *Store) settleIndex(p *wpart) {
 	_, _ = writeIndex(p.d, p.idx, !s.cfg.NoSync, s.fPerm)
 }
 
-// closePart releases p's files (its buffered rows stay).
+// closePart releases p's files (its buffered rows stay), once its
+// commits in flight are settled.
 func (s *Store) closePart(p *wpart) {
+	if p.inflight > 0 {
+		s.drain()
+	}
 	if p.xf != nil {
 		p.xf.Close()
 		p.xf = nil
@@ -425,108 +430,6 @@ func (s *Store) closePart(p *wpart) {
 		s.nOpen--
 	}
 	p.idx = nil
-}
-
-// appendBlocks writes p's buffered rows as one block (more when their
-// strings would make a column too large to read back), fsyncs, and
-// commits the index.
-func (s *Store) appendBlocks(p *wpart) error {
-	if p.f == nil {
-		if err := s.openPart(p); err != nil {
-			return err
-		}
-	}
-	x := p.idx
-	nx := &index{epoch: x.epoch, gen: x.gen + 1, dataLen: x.dataLen, iface: x.iface}
-	nx.entries = x.entries[:len(x.entries):len(x.entries)]
-	rows, perm, rank := s.order(p.pend, p.sorted, p.minStart, p.maxStart)
-	// Cutting is needed in the rows' Start order; whether it is needed at
-	// all is not (its sums do not depend on order): rows that fit one block
-	// are encoded from the permutation, not gathered.
-	if perm != nil && blockCut(rows) < len(rows) {
-		rows, perm, rank = s.gather(rows, perm), nil, nil
-	}
-	var err error
-	var wrote int64
-	for len(rows) > 0 && err == nil {
-		k := len(rows)
-		if perm == nil {
-			k = blockCut(rows)
-		}
-		var h *blockHeader
-		s.buf, h = s.benc.encodeRanked(s.buf[:0], rows[:k], perm, rank)
-		rows = rows[k:]
-		s.encodeWarnings(p.dir)
-		if err = s.inject("write", p.f.Name()); err == nil {
-			_, err = p.f.WriteAt(s.buf, nx.dataLen)
-		}
-		nx.entries = append(nx.entries, indexEntryT{off: nx.dataLen, blockLen: h.blockLen, headerLen: h.headerLen,
-			rows: h.rows, minStart: h.minStart, maxEnd: h.maxEnd})
-		nx.dataLen += int64(len(s.buf))
-		wrote += int64(len(s.buf))
-	}
-	if err == nil && !s.cfg.NoSync {
-		if err = s.inject("sync", p.f.Name()); err == nil {
-			err = p.f.Sync()
-		}
-	}
-	if err == nil {
-		if err = s.inject("index", p.dir); err == nil {
-			err = s.commitIndex(p, x, nx)
-		}
-	}
-	if s.abandoned.Load() {
-		return errAbandoned // counted as lost by Close already
-	}
-	if err != nil {
-		s.closePart(p) // reopening truncates to the committed length
-		return err
-	}
-	p.idx = nx
-	p.written = true
-	s.blocksWritten.Add(int64(len(nx.entries) - len(x.entries)))
-	s.rowsWritten.Add(int64(len(p.pend)))
-	s.bytesWritten.Add(wrote)
-	s.bytesOnDisk.Add(wrote + nx.fileLen - x.fileLen)
-	return nil
-}
-
-// commitIndex commits nx, which is x and the blocks just appended and
-// fsynced: by a journal record appended to the index and fsynced, or, for
-// a partition's first commit, after maxJournal records, or when the index
-// file is not exactly what the writer last committed, by rewriting the
-// index whole (temp file, fsync, rename, directory fsync).
-func (s *Store) commitIndex(p *wpart, x, nx *index) error {
-	sync := !s.cfg.NoSync
-	nx.fileLen, nx.crc, nx.nrec = x.fileLen, x.crc, x.nrec
-	if p.xf == nil && x.fileLen > 0 && x.nrec < maxJournal && !p.renew {
-		p.xf = openJournal(p.d, x.fileLen)
-	}
-	if p.xf != nil && x.nrec < maxJournal {
-		var err error
-		if s.jbuf, err = appendJournal(p.xf, nx, len(x.entries), sync, s.jbuf,
-			func() error { return s.inject("index sync", p.dir) }); err == nil {
-			return nil
-		}
-		p.xf.Close()
-		p.xf = nil
-		// A reader may have loaded the record that was cut back off: the
-		// retry writes other blocks at its offsets, so readers must reload.
-		p.renew = true
-		return err
-	}
-	if p.xf != nil {
-		p.xf.Close() // the rename below replaces the file it has open
-		p.xf = nil
-	}
-	if p.renew {
-		nx.epoch = newEpoch()
-	}
-	if _, err := writeIndex(p.d, nx, sync, s.fPerm); err != nil {
-		return err
-	}
-	p.renew = false
-	return nil
 }
 
 // encodeWarnings says what the last encode had to cut.
