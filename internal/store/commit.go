@@ -29,30 +29,70 @@ type commitJob struct {
 	err                error // set by the committer
 }
 
-// committer commits jobs in the order they were handed over, one at a
-// time, and never takes s.mu: a Write encodes the next block, and queries
-// go on, while it waits for the disk. After a failure it skips every job
-// until the writer has reaped them all (s.broken), so that no index
-// record ever commits blocks that follow an uncommitted one.
+// committer commits jobs in the order they were handed over and never
+// takes s.mu: a Write encodes the next block, and queries go on, while it
+// waits for the disk. Jobs of one partition queued one after the other
+// commit together (group commit): one fsync of the data file covers all
+// their blocks, then one index record names them all. After a failure it
+// skips every job until the writer has settled them all (s.broken), so
+// that no index record ever commits blocks that follow an uncommitted one.
 func (s *Store) committer() {
-	for j := range s.jobs {
+	var next *commitJob
+	group := make([]*commitJob, 0, maxInFlight)
+	for {
+		j := next
+		next = nil
+		if j == nil {
+			var ok bool
+			if j, ok = <-s.jobs; !ok {
+				return
+			}
+		}
+		group = append(group[:0], j)
+	gather:
+		for len(group) < maxInFlight {
+			select {
+			case k, ok := <-s.jobs:
+				switch {
+				case !ok: // closed: the next receive ends the loop
+					break gather
+				case k.p != j.p:
+					next = k
+					break gather
+				}
+				group = append(group, k)
+			default:
+				break gather
+			}
+		}
+		var err error
 		if s.broken.Load() {
-			j.err = errSkipped
-		} else if j.err = s.commit(j); j.err != nil {
+			err = errSkipped
+		} else if err = s.commit(group); err != nil {
 			s.broken.Store(true)
 		}
+		for i, g := range group {
+			g.err = err
+			if i > 0 && err != nil && !errors.Is(err, errAbandoned) {
+				g.err = errSkipped // the failure is the first job's: counted once
+			}
+		}
 		s.cmu.Lock()
-		s.finished++
+		s.finished += uint64(len(group))
 		s.cmu.Unlock()
 		s.ccond.Broadcast()
-		s.doneJobs <- j // never blocks: its capacity is maxInFlight
+		for _, g := range group {
+			s.doneJobs <- g // never blocks: its capacity is maxInFlight
+		}
 	}
 }
 
-// commit makes j's blocks durable and visible: the data file's fsync
-// returns before the index record that names them is written.
-func (s *Store) commit(j *commitJob) error {
-	p := j.p
+// commit makes the blocks of group (consecutive jobs of one partition)
+// durable and visible: the data file's fsync returns before the index
+// record that names them is written.
+func (s *Store) commit(group []*commitJob) error {
+	first, last := group[0], group[len(group)-1]
+	p := first.p
 	var err error
 	if !s.cfg.NoSync {
 		if err = s.inject("sync", p.f.Name()); err == nil {
@@ -61,7 +101,12 @@ func (s *Store) commit(j *commitJob) error {
 	}
 	if err == nil {
 		if err = s.inject("index", p.dir); err == nil {
-			err = s.commitIndex(p, j.x, j.nx)
+			x := *first.x // its commit state, before commitIndex moves last.nx on
+			err = s.commitIndex(p, first.x, last.nx)
+			for _, g := range group[:len(group)-1] {
+				// Committed by last's record: no index bytes of their own.
+				g.nx.epoch, g.nx.gen, g.nx.fileLen, g.nx.crc, g.nx.nrec = x.epoch, x.gen, x.fileLen, x.crc, x.nrec
+			}
 		}
 	}
 	if s.abandoned.Load() {
@@ -82,9 +127,10 @@ func (s *Store) appendBlocks(p *wpart) error {
 		}
 	}
 	x := p.idx
-	// nx's epoch is x's, set by the committer: a retry's rewrite may still
-	// change x's.
-	nx := &index{gen: x.gen + 1, dataLen: x.dataLen, iface: x.iface}
+	// nx's epoch and generation are set by the committer from the index it
+	// commits after (a retry's rewrite may change the epoch; a group commit
+	// makes one generation of several writeouts).
+	nx := &index{dataLen: x.dataLen, iface: x.iface}
 	nx.entries = x.entries[:len(x.entries):len(x.entries)]
 	rows, perm, rank := s.order(p.pend, p.sorted, p.minStart, p.maxStart)
 	// Cutting is needed in the rows' Start order; whether it is needed at
@@ -250,7 +296,7 @@ func (s *Store) takeCommitErr() error {
 // index whole (temp file, fsync, rename, directory fsync).
 func (s *Store) commitIndex(p *wpart, x, nx *index) error {
 	sync := !s.cfg.NoSync
-	nx.epoch, nx.fileLen, nx.crc, nx.nrec = x.epoch, x.fileLen, x.crc, x.nrec
+	nx.epoch, nx.gen, nx.fileLen, nx.crc, nx.nrec = x.epoch, x.gen+1, x.fileLen, x.crc, x.nrec
 	if p.xf == nil && x.fileLen > 0 && x.nrec < maxJournal && !p.renew {
 		p.xf = openJournal(p.d, x.fileLen)
 	}
