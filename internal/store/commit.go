@@ -11,7 +11,7 @@ import (
 // maxInFlight bounds the writeouts handed to the committer and not yet
 // reaped: their rows stay in memory (and in Stats.PendingRows) until their
 // commit is durable, so that a failed commit is retried, never lost.
-const maxInFlight = 4
+const maxInFlight = 8
 
 // errSkipped marks a commit not tried because an earlier one failed: its
 // blocks lie past a block that is not committed, so it is retried too.
@@ -118,8 +118,7 @@ func (s *Store) commit(group []*commitJob) error {
 // appendBlocks encodes p's buffered rows as one block (more when their
 // strings would make a column too large to read back), appends them to
 // the data file and hands them to the committer; the rows move to the
-// job, p gets an empty buffer. It waits for a commit only when
-// maxInFlight are outstanding.
+// job, p gets an empty buffer. writeout has made room in the pipeline.
 func (s *Store) appendBlocks(p *wpart) error {
 	if p.f == nil {
 		if err := s.openPart(p); err != nil {
@@ -164,9 +163,6 @@ func (s *Store) appendBlocks(p *wpart) error {
 	if err != nil {
 		s.closePart(p) // reopening truncates to the committed length
 		return err
-	}
-	for s.inflight >= maxInFlight {
-		s.reapOne()
 	}
 	j := &commitJob{p: p, x: x, nx: nx, rows: p.pend, minStart: p.minStart, maxStart: p.maxStart, wrote: wrote}
 	p.pend = s.spareBuf()
@@ -251,7 +247,7 @@ func (s *Store) settle(j *commitJob) {
 		s.bytesWritten.Add(j.wrote)
 		s.bytesOnDisk.Add(j.wrote + j.nx.fileLen - j.x.fileLen)
 		s.pendingRows.Add(-int64(len(j.rows)))
-		if len(s.spare) < maxInFlight && cap(j.rows) <= 1<<16 {
+		if len(s.spare) < 2 && cap(j.rows) <= 1<<16 { // at most 2 kept: 40 MB at most
 			s.spare = append(s.spare, j.rows[:0])
 		}
 		s.writeOK(p, now)

@@ -151,7 +151,7 @@ func TestPipelineKilledBeforeIndex(t *testing.T) {
 // TestPipelineOverlapsAndBounds holds the committer inside a block file's
 // fsync: Write, FlushAsync (the next blocks encoded and appended),
 // Pending and a reader's Blocks go on meanwhile; at most maxInFlight
-// writeouts are handed over (one more is encoded, then waits); Flush
+// writeouts are handed over (the next waits for room before encoding); Flush
 // returns only after the held fsync; and no reader ever lists a block
 // whose fsync had not returned.
 func TestPipelineOverlapsAndBounds(t *testing.T) {
@@ -240,7 +240,7 @@ func TestPipelineOverlapsAndBounds(t *testing.T) {
 		t.Fatalf("with the second block's fsync held a reader lists %d blocks (%v), want 1", len(bl), err)
 	}
 	// While it is held: the writer lock is free for Write, FlushAsync
-	// and Pending (blocks 3 to 5 fill the pipeline: 2 to 5 outstanding).
+	// and Pending (blocks 3 on fill the pipeline: maxInFlight outstanding).
 	for i := 0; i < maxInFlight-1; i++ {
 		block()
 		if err := s.FlushAsync(); err != nil {
@@ -254,14 +254,14 @@ func TestPipelineOverlapsAndBounds(t *testing.T) {
 	}
 	flushed := make(chan error, 1)
 	go func() {
-		block() // the sixth: encoded and appended, then waits for room
+		block() // one more: waits for room, then is encoded and appended
 		if err := s.FlushAsync(); err != nil {
 			flushed <- err
 			return
 		}
 		flushed <- s.Flush()
 	}()
-	waitFor(t, 30*time.Second, "the sixth block was never appended", func() bool { return writes.Load() == maxInFlight+2 })
+	waitFor(t, 30*time.Second, "the pipeline's blocks were never appended", func() bool { return writes.Load() == maxInFlight+1 })
 	l0 := listings.Load()
 	waitFor(t, 30*time.Second, "the reader stopped while an fsync was held", func() bool { return listings.Load() > l0+3 })
 	select {
@@ -269,7 +269,7 @@ func TestPipelineOverlapsAndBounds(t *testing.T) {
 		t.Fatalf("FlushAsync/Flush returned (%v) while the pipeline was full and an fsync held", err)
 	case <-time.After(200 * time.Millisecond):
 	}
-	if w := writes.Load(); w != maxInFlight+2 {
+	if w := writes.Load(); w != maxInFlight+1 {
 		t.Fatalf("%d blocks appended with an fsync held: the pipeline is not bounded at %d", w, maxInFlight)
 	}
 	close(hold)

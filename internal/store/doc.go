@@ -259,13 +259,24 @@
 //
 // # Safety
 //
-// A writeout appends blocks to the data file, fsyncs it, then appends a
-// journal record to the index and fsyncs that (a partition's first commit,
-// every 256th, prune and repair instead write the whole index to a temp
-// file, fsync it, rename it over the index and fsync the directory).
-// Readers use only blocks listed in the index they loaded, so they never
-// see a block in flight; the writer truncates uncommitted tails when it
-// reopens a partition. An index ending in a record cut short (a crash
+// A writeout encodes and appends blocks to the data file under the writer
+// lock and hands them to the committer, one goroutine that, in the order
+// it was handed them, fsyncs the data file, then appends a journal record
+// to the index and fsyncs that (a partition's first commit, every 256th,
+// prune and repair instead write the whole index to a temp file, fsync it,
+// rename it over the index and fsync the directory). Meanwhile the writer
+// encodes the next block; at most 8 writeouts are in flight, their rows
+// kept (and counted pending) until committed. Writeouts of one partition
+// queued together commit as a group: one data fsync, one record naming
+// all their blocks. After a failed commit the committer skips the rest
+// until the writer has taken them back, so no record ever names blocks
+// after an uncommitted one; their rows are buffered again and retried, and
+// the failure is counted and returned by the next Flush, FlushAsync or
+// Close. Flush returns once its blocks are committed, without holding the
+// writer lock across the fsyncs. Readers use only blocks listed in the
+// index they loaded, so they never see a block before its data fsync has
+// returned; the writer truncates uncommitted tails when it reopens a
+// partition. An index ending in a record cut short (a crash
 // inside an append; a reader reads it again first, in case it raced the
 // append) is rebuilt by scanning like a damaged one: the blocks of the
 // cut record are kept, being intact. A failed append is cut back off the

@@ -10,8 +10,8 @@ var (
 	mCorrupt   = &metrics.Desc{Name: "weir_store_corrupt_blocks_total", Help: "Blocks skipped because they failed their checks, were cut off, or lie past the end of their file.", Type: metrics.Counter}
 	mBadIndex  = &metrics.Desc{Name: "weir_store_corrupt_indexes_total", Help: "Partition indexes that failed their checksum and were rebuilt by scanning.", Type: metrics.Counter}
 	mDropped   = &metrics.Desc{Name: "weir_store_dropped_rows_total", Help: "Flow records handed to the store and not written: over the buffer bounds while writes failed, or still buffered when closing gave up.", Type: metrics.Counter}
-	mPending   = &metrics.Desc{Name: "weir_store_pending_rows", Help: "Flow records buffered for the next writeout.", Type: metrics.Gauge}
-	mWriteErrs = &metrics.Desc{Name: "weir_store_write_errors_total", Help: "Failed writeouts, by reason.", Type: metrics.Counter, Labels: []string{"reason"}}
+	mPending   = &metrics.Desc{Name: "weir_store_pending_rows", Help: "Flow records buffered for the next writeout, or written out and waiting for their commit.", Type: metrics.Gauge}
+	mWriteErrs = &metrics.Desc{Name: "weir_store_write_errors_total", Help: "Failed writeouts and commits, by reason.", Type: metrics.Counter, Labels: []string{"reason"}}
 	mPruned    = &metrics.Desc{Name: "weir_store_pruned_partitions_total", Help: "Day partitions deleted whole by retention (--retention, --max-size).", Type: metrics.Counter}
 	mPrunedBl  = &metrics.Desc{Name: "weir_store_pruned_blocks_total", Help: "Blocks deleted by retention.", Type: metrics.Counter}
 	mPrunedR   = &metrics.Desc{Name: "weir_store_pruned_rows_total", Help: "Flow records in the blocks deleted by retention.", Type: metrics.Counter}

@@ -269,6 +269,14 @@ func (s *Store) writeout(p *wpart, now time.Time, force bool) error {
 	if len(p.pend) == 0 {
 		return nil
 	}
+	// Room in the pipeline first (settling a failed commit may put rows
+	// back in p, close its files, or start a backoff).
+	if s.broken.Load() {
+		s.drain()
+	}
+	for s.inflight >= maxInFlight {
+		s.reapOne()
+	}
 	if !force && !s.canWrite(p, now) {
 		return errBackoff
 	}
