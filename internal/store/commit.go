@@ -77,13 +77,15 @@ func (s *Store) committer() {
 				g.err = errSkipped // the failure is the first job's: counted once
 			}
 		}
+		// Sent before they count as finished: a Flush woken by the count
+		// finds them to settle, and their errors to return.
+		for _, g := range group {
+			s.doneJobs <- g // never blocks: its capacity is maxInFlight
+		}
 		s.cmu.Lock()
 		s.finished += uint64(len(group))
 		s.cmu.Unlock()
 		s.ccond.Broadcast()
-		for _, g := range group {
-			s.doneJobs <- g // never blocks: its capacity is maxInFlight
-		}
 	}
 }
 
