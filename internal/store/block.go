@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -81,9 +80,9 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 10
+	blockVersion = 11
 	fixedHeader  = 40
-	dirEntry     = 36
+	dirEntry     = 36 // versions 1 to 10; version 11 uses varints (dir.go)
 	numBlooms    = 4
 	maxRows      = MaxBlockRows // decoder bound on rows per block (bounds decode memory)
 	compressMin  = 64           // streams shorter than this are stored raw
@@ -536,41 +535,9 @@ func (e *blockEncoder) encodeRanked(dst []byte, src []flow.Record, perm, rank []
 	if len(recs) == 0 {
 		h.minStart, h.maxEnd = 0, 0
 	}
-	h.omit = e.omit
-	hl := fixedHeader + (numCols-bits.OnesCount64(e.omit))*dirEntry + 4
-	for i := range e.blooms {
-		hl += 8 + 8*len(e.blooms[i].words)
-	}
-	h.headerLen, h.blockLen = hl, hl+len(e.payload)
-	start := len(dst)
-	dst = append(dst, blockMagic...)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.blockLen))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.headerLen))
-	dst = append(dst, blockVersion, numCols)
-	dst = binary.LittleEndian.AppendUint16(dst, uint16(e.omit>>32))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(h.rows))
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(e.omit))
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.minStart))
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(h.maxEnd))
-	for i := range e.cols {
-		if e.omit&(1<<uint(i)) != 0 {
-			continue
-		}
-		c := &e.cols[i]
-		c.off += uint32(hl)
-		dst = append(dst, c.enc, c.comp, c.flags, 0)
-		dst = binary.LittleEndian.AppendUint32(dst, c.off)
-		dst = binary.LittleEndian.AppendUint32(dst, c.slen)
-		dst = binary.LittleEndian.AppendUint32(dst, c.rlen)
-		dst = binary.LittleEndian.AppendUint32(dst, c.ck)
-		dst = binary.LittleEndian.AppendUint64(dst, c.min)
-		dst = binary.LittleEndian.AppendUint64(dst, c.max)
-	}
-	for i := range e.blooms {
-		dst = e.blooms[i].appendTo(dst)
-	}
-	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+	h.omit, h.cols, h.ncols = e.omit, e.cols, numCols
+	dst = appendHeader(dst, h, &e.blooms, len(e.payload))
 	dst = append(dst, e.payload...)
-	h.cols, h.ncols = e.cols, numCols
+	e.cols = h.cols
 	return dst, h
 }

@@ -24,7 +24,9 @@ import (
 // the IPv4 dictionary entries delta-coded); testdata/block-v8.bin is
 // goldenV8Recs (TestWriteGoldenV8: byte counts stored per packet);
 // testdata/block-v9.bin is goldenV9Recs (TestWriteGoldenV9: an address
-// set, the service tuple, reverse packets as a ratio).
+// set, the service tuple, reverse packets as a ratio); testdata/block-v10.bin
+// is goldenV10Recs (TestWriteGoldenV10: reverse bytes without the rows
+// that have no packets; the last 36-byte directory).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -42,6 +44,7 @@ var goldenBlocks = []struct {
 	{"block-v7.bin", 7, 260, numCols, goldenV7Recs, true},
 	{"block-v8.bin", 8, 260, numCols, goldenV8Recs, true},
 	{"block-v9.bin", 9, 260, numCols, goldenV9Recs, true},
+	{"block-v10.bin", 10, 260, numCols, goldenV10Recs, true},
 }
 
 // goldenV8Recs are the records of block-v8.bin: version 7's, whose byte

@@ -89,14 +89,15 @@
 //	 0  magic "WBK1"
 //	 4  u32 block length (header + payload)
 //	 8  u32 header length (including the trailing header CRC)
-//	12  u8 version (9), u8 column count (42), u16 omitted columns'
+//	12  u8 version (11), u8 column count (42), u16 omitted columns'
 //	      bits 32-47 (versions 5 to 9; 0 before)
 //	16  u32 rows
 //	20  u32 omitted columns' bits 0-31: bit i set = column i is all 0
 //	      ("" for strings, :: for addresses) and has no directory entry
 //	      and no bytes; only columns 18 and up (0 before version 4)
 //	24  i64 min Start, i64 max End
-//	40  column directory, 36 bytes per column not omitted, in column-id order:
+//	40  column directory (version 11: varint entries, below), 36 bytes per
+//	      column not omitted, in column-id order:
 //	      u8 encoding, u8 compression (0 raw, 1 zstd, 2 planes), u8 flags (1: End is
 //	      stored as End-Start; 2, version 8, Bytes and RevBytes only: each
 //	      value is r<<16 | q with the row's bytes = q×packets + r, r under
@@ -154,6 +155,13 @@
 // in nearly every block: a one-entry sdictl without index planes, its
 // directory entry and a few bytes a block.
 //
+// Version 11 writes each directory entry with varints: u8 encoding, u8
+// compression, u8 flags, uvarint offset from the header's end, uvarint
+// stored length, uvarint raw length (compressions 1 and 2 only; else the
+// stored length), u32 CRC32C (only when the stored length is not 0),
+// uvarint zigzag(min - base), uvarint zigzag(max - min) (wrapping; base
+// the header's min Start for Start and End, else 0): ~16 bytes an entry
+// where version 10 took 36. Version 10 blocks are read as they are.
 // Version 10 has version 9's layout and adds flag 16 (per-packet byte
 // counts without the rows that have no packets); version 9 blocks are
 // read as they are. Version 9 has version 8's layout and adds flags 4 (RevPackets as a

@@ -239,14 +239,14 @@ func TestFormatV3(t *testing.T) {
 	if crc32.Checksum(b[:hl-4], castagnoli) != le.Uint32(b[hl-4:]) {
 		t.Fatal("header CRC")
 	}
+	pos, ent := walkDirV11(t, b)
 	stream := func(id int) (enc, comp byte, st []byte, lo, hi uint64) {
-		d := b[40+36*id:]
-		off, slen := le.Uint32(d[4:]), le.Uint32(d[8:])
-		st = b[off : off+slen]
-		if le.Uint32(d[12:]) != slen || le.Uint32(d[16:]) != crc32.Checksum(st, castagnoli) || d[2] != 0 || d[3] != 0 {
-			t.Fatalf("column %d: directory % x", id, d[:36])
+		c := ent[id]
+		st = b[c.off : c.off+c.slen]
+		if c.rlen != c.slen || c.ck != crc32.Checksum(st, castagnoli) || c.flags != 0 {
+			t.Fatalf("column %d: directory % x", id, b[pos[id]:pos[id]+16])
 		}
-		return d[0], d[1], st, le.Uint64(d[20:]), le.Uint64(d[28:])
+		return c.enc, c.comp, st, c.min, c.max
 	}
 	u64 := func(v uint64) []byte { return le.AppendUint64(nil, v) }
 	for _, c := range []struct {

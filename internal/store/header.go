@@ -74,12 +74,54 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 	if ver > blockVersion {
 		return nil, fmt.Errorf("%w: block format %d, this weir reads up to %d", errNewerBlock, ver, blockVersion)
 	}
+	minDir := ndir * dirEntry
+	if ver >= dirV11 {
+		minDir = ndir * 7 // three bytes, and at least one for each of the offset, length, min and max
+	}
 	if ver < 1 || ver > blockVersion || int(b[13]) != h.ncols || (ver < 4 && h.omit != 0) ||
-		h.omit&(1<<firstSparse-1) != 0 || h.omit>>uint(h.ncols) != 0 || ndir < 0 || hl < fixedHeader+ndir*dirEntry+4 ||
+		h.omit&(1<<firstSparse-1) != 0 || h.omit>>uint(h.ncols) != 0 || ndir < 0 || hl < fixedHeader+minDir+4 ||
 		hl > len(b) || h.blockLen < hl || h.rows > maxRows {
 		return nil, errCorruptBlock
 	}
-	p := b[fixedHeader:]
+	p := b[fixedHeader : hl-4]
+	if ver >= dirV11 {
+		var ok bool
+		if p, ok = parseDirV11(p, h, hl); !ok {
+			return nil, errCorruptBlock
+		}
+	} else {
+		p = parseDirV10(p, h)
+	}
+	for i := range h.ncols {
+		if h.omit&(1<<uint(i)) != 0 {
+			continue
+		}
+		c := &h.cols[i]
+		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
+			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
+			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) ||
+			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || (c.flags&flagNoPkt != 0 && (ver < 10 || c.flags&flagPerPkt == 0)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) ||
+			((c.enc == encADictS || c.enc == encDeltaU) && ver < 9) || (c.enc == encADictS && i != cSrcAddr && i != cDstAddr) {
+			return nil, errCorruptBlock
+		}
+	}
+	for i := range h.blooms {
+		n, ok := parseBloom(p, &h.blooms[i], ver >= 9 && i <= bloomDstAddr)
+		if !ok {
+			return nil, errCorruptBlock
+		}
+		p = p[n:]
+	}
+	if len(p) != 0 {
+		return nil, errCorruptBlock
+	}
+	return h, nil
+}
+
+// parseDirV10 reads a version 1 to 10 directory (36-byte entries) from p
+// into h.cols and returns the bytes after it; p holds it (parseHeader
+// checked the header length).
+func parseDirV10(p []byte, h *blockHeader) []byte {
 	for i := range h.ncols {
 		if h.omit&(1<<uint(i)) != 0 {
 			continue
@@ -92,27 +134,9 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		c.ck = binary.LittleEndian.Uint32(p[16:])
 		c.min = binary.LittleEndian.Uint64(p[20:])
 		c.max = binary.LittleEndian.Uint64(p[28:])
-		if int(c.off) < hl || int64(c.off)+int64(c.slen) > int64(h.blockLen) || c.comp > compSeg || (ver == 1 && c.comp == compSeg) ||
-			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
-			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) ||
-			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || (c.flags&flagNoPkt != 0 && (ver < 10 || c.flags&flagPerPkt == 0)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) ||
-			((c.enc == encADictS || c.enc == encDeltaU) && ver < 9) || (c.enc == encADictS && i != cSrcAddr && i != cDstAddr) {
-			return nil, errCorruptBlock
-		}
 		p = p[dirEntry:]
 	}
-	p = b[fixedHeader+ndir*dirEntry : hl-4]
-	for i := range h.blooms {
-		n, ok := parseBloom(p, &h.blooms[i], ver >= 9 && i <= bloomDstAddr)
-		if !ok {
-			return nil, errCorruptBlock
-		}
-		p = p[n:]
-	}
-	if len(p) != 0 {
-		return nil, errCorruptBlock
-	}
-	return h, nil
+	return p
 }
 
 // tupleOK checks column i's directory entry c against the service tuple

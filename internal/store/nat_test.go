@@ -236,10 +236,13 @@ func TestFormatV4(t *testing.T) {
 	if b[12] != blockVersion || b[13] != numCols || le.Uint32(b[20:]) != uint32(want) || le.Uint16(b[14:]) != uint16(want>>32) {
 		t.Fatalf("fixed header % x, want omitted %#x", b[:24], want)
 	}
-	d := b[40+36*firstSparse:]
-	off, slen := le.Uint32(d[4:]), le.Uint32(d[8:])
-	if d[0] != encConst || slen != 8 || !bytes.Equal(b[off:off+slen], le.AppendUint64(nil, 7)) || le.Uint64(d[20:]) != 7 || le.Uint64(d[28:]) != 7 {
-		t.Fatalf("entry after End: % x", d[:36])
+	pos, ent := walkDirV11(t, b)
+	z, after := ent[cZone], len(pos) == firstSparse+1 // End's entry, then Zone's alone
+	for id := range pos {
+		after = after && (id < firstSparse || id == cZone)
+	}
+	if !after || z.enc != encConst || z.slen != 8 || !bytes.Equal(b[z.off:z.off+z.slen], le.AppendUint64(nil, 7)) || z.min != 7 || z.max != 7 {
+		t.Fatalf("entry after End: % x", b[pos[cZone]:pos[cZone]+16])
 	}
 	var c Columns
 	if err := decodeBlock(b, true, &c); err != nil || c.Zone[2] != 7 || c.Mark[2] != 0 || c.NATVersion[0] != 0 {

@@ -65,14 +65,18 @@ func TestNoPktMalformed(t *testing.T) {
 	if h.cols[cRevBytes].flags != flagPerPkt|flagNoPkt {
 		t.Fatalf("RevBytes flags %#x", h.cols[cRevBytes].flags)
 	}
-	flags := fixedHeader + cRevBytes*dirEntry + 2
-	for name, mod := range map[string]func(b []byte){
-		"not per packet": func(b []byte) { b[flags] = flagNoPkt },
-		"version 9":      func(b []byte) { b[12] = 9 },
+	pos, _ := walkDirV11(t, b)
+	flags := pos[cRevBytes] + 2
+	notPerPkt := slices.Clone(b)
+	notPerPkt[flags] = flagNoPkt
+	resealHeader(notPerPkt)
+	if _, err := parseHeader(asVersion(t, b, 10), true); err != nil {
+		t.Fatalf("in version 10's layout: %v", err)
+	}
+	for name, x := range map[string][]byte{
+		"not per packet": notPerPkt,
+		"version 9":      asVersion(t, b, 9),
 	} {
-		x := slices.Clone(b)
-		mod(x)
-		resealHeader(x)
 		if _, err := parseHeader(x, true); !errors.Is(err, errCorruptBlock) {
 			t.Errorf("%s: %v, want a damaged header", name, err)
 		}

@@ -132,8 +132,8 @@ func TestBlockVersions(t *testing.T) {
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	if b[12] != 10 || b[13] != 42 {
-		t.Fatalf("version %d with %d columns, want 10 with 42", b[12], b[13])
+	if b[12] != 11 || b[13] != 42 {
+		t.Fatalf("version %d with %d columns, want 11 with 42", b[12], b[13])
 	}
 	if b := h.cols[cBytes].flags; b&flagPerPkt == 0 {
 		t.Fatalf("Bytes flags %#x: the generator's bytes are whole packets, want per-packet", b)
@@ -150,7 +150,7 @@ func TestBlockVersions(t *testing.T) {
 	}
 	for _, v := range [][2]byte{{0, 41}, {1, 41}, {2, 41}, {3, 41}, {4, 41}, {blockVersion + 1, 41}, {3, 22}, {2, 18}, {4, 22}, {4, 31},
 		{5, 31}, {5, 40}, {5, 42}, {5, 41}, {6, 41}, {6, 43}, {7, 41}, {7, 43}, {8, 41}, {8, 43},
-		{9, 41}, {9, 43},
+		{9, 41}, {9, 43}, {10, 41}, {10, 43}, {10, 42}, // {10, 42}: version 10's directory has 36-byte entries
 		{7, 42}, {8, 42}} { // {7, 42}: the block's per-packet Bytes flag is new in version 8; {8, 42}: its tuple in version 9
 		if err := decodeBlock(relabel(v[0], v[1]), true, &c); !errors.Is(err, errCorruptBlock) {
 			t.Errorf("version %d with %d columns: %v, want corrupt", v[0], v[1], err)

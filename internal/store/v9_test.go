@@ -214,12 +214,14 @@ func TestTupleMalformed(t *testing.T) {
 	if h.cols[cDstPort].enc != encTuple {
 		t.Fatal("no tuple")
 	}
-	dirOf := func(id int) int { // the directory entry's offset (nothing below column 18 is omitted)
-		return fixedHeader + id*dirEntry
+	pos, _ := walkDirV11(t, b)
+	dirOf := func(id int) int { return pos[id] } // the directory entry's offset
+	tupleBytes := reheader(t, b, func(h *blockHeader) { h.cols[cProto].slen = 1 })
+	if err := decodeBlock(tupleBytes, true, new(Columns)); !errors.Is(err, errCorruptBlock) {
+		t.Errorf("tuple column bytes: %v, want corrupt", err)
 	}
 	for name, f := range map[string]func(x []byte){
 		"DstPort not a tuple": func(x []byte) { x[dirOf(cDstPort)] = encDict },
-		"tuple column bytes":  func(x []byte) { binary.LittleEndian.PutUint32(x[dirOf(cProto)+8:], 1) },
 		"tuple on SrcPort":    func(x []byte) { x[dirOf(cSrcPort)] = encTuple },
 		"flag on VLAN":        func(x []byte) { x[dirOf(cVLAN)+2] = flagTuple },
 		"ratio on Packets":    func(x []byte) { x[dirOf(cPackets)+2] = flagRatio },

@@ -125,6 +125,15 @@ var writeGolden = map[int]map[string]string{
 		"in order":           "4ab4384aba77532de0eb512ac9de8ecb2f131f6dbae49bb979ccf8b9b81bac92",
 		"ns, wide span":      "dea10fda95f9e3a96a2483222cdbb1374b5a50406bfedd7fac3abb32000dc7cf",
 	},
+	11: { // format 11's writer
+		"shuffled":           "6381865d74ab01028468f13920bd6011fab2a4cb89b8f28f52a08c9047cfe283",
+		"shuffled, few rows": "092899f3fe01d486e40d8183a358fedc7b1896fbc1a775ee054c4db5499236a8",
+		"every column":       "e7492bd38e25cd0ecff7b78cb76a9584c4618a3a65130f9ae2bc0d2cd6c4ac98",
+		"one node":           "8c60c7d1d45f0ec2647d47786e5d9cfcf7781bcb905ca6e8b94d367891597f94",
+		"nodes differ":       "38f9019a669a176b82cb1f164dcea633a4d4395b85bf6abe6fa791cd8ed41cf9",
+		"in order":           "fabb2c651072daa4fe9b4fa8bbc607e40b7c84c0a1ff8adbc123d31f23db4c42",
+		"ns, wide span":      "abb3b406702c0890ca8b5c9626aef40684ae640f706f8aef2f52848d920d3094",
+	},
 }
 
 // TestWriteGoldenBlocks: each case written through Write and Flush gives
