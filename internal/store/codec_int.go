@@ -264,6 +264,7 @@ func byCount(count []uint32, buf *[]uint64) []uint64 {
 // intEncoder holds the scratch for encoding integer columns.
 type intEncoder struct {
 	u   []uint64
+	esc []uint64 // encDictE's escaped values
 	tab u64Table
 }
 
@@ -401,6 +402,9 @@ func (e *intEncoder) encodeInts(dst []byte, v []uint64, signed, tryDelta, tryDic
 		// Few distinct values: the frequency-ordered indexes compress
 		// better than the values even when not smaller before zstd.
 		if c := d*byteWidth(dmax) + n*byteWidth(uint64(d-1)); c < bestCost || d <= n/8 {
+			if e.tab.singles() >= dictEMin {
+				return e.putDictE(dst, lo), encDictE, lo, hi
+			}
 			return e.putDict(dst, lo, dmax), encDict, lo, hi
 		}
 	}
@@ -440,6 +444,7 @@ func (e *intEncoder) putDict(dst []byte, lo, dmax uint64) []byte {
 type intDecoder struct {
 	u    []uint64
 	dict []uint64
+	esc  []uint64 // encDictE's escaped values
 }
 
 type integer interface {
@@ -495,6 +500,8 @@ func decodeInts[T integer](d *intDecoder, enc uint8, st []byte, n int, dst []T) 
 			dst[i] = T(base + acc*scale)
 		}
 		return dst, nil
+	case encDictE:
+		return dst, decodeDictE(d, st, n, dst)
 	case encDict:
 		if len(st) < 14 {
 			return dst, errBadStream

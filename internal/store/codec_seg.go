@@ -37,6 +37,8 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 			off := cut(14, int(st[5]), size)
 			end = cut(off, int(st[0]), n)
 		}
+	case encDictE:
+		end = dictECuts(cut, st, n)
 	case encADict, encADictD:
 		if len(st) >= 5 {
 			size := int(binary.LittleEndian.Uint32(st[0:4]))

@@ -104,6 +104,8 @@ func encName(enc, comp, flags uint8) string {
 		n = "deltau"
 	case encDict:
 		n = "dict"
+	case encDictE:
+		n = "dicte"
 	case encADict:
 		n = "adict"
 	case encADictD:

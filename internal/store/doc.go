@@ -161,7 +161,8 @@
 // stored length), u32 CRC32C (only when the stored length is not 0),
 // uvarint zigzag(min - base), uvarint zigzag(max - min) (wrapping; base
 // the header's min Start for Start and End, else 0): ~16 bytes an entry
-// where version 10 took 36. Version 10 blocks are read as they are.
+// where version 10 took 36; and it adds the dicte encoding. Version 10
+// blocks are read as they are.
 // Version 10 has version 9's layout and adds flag 16 (per-packet byte
 // counts without the rows that have no packets); version 9 blocks are
 // read as they are. Version 9 has version 8's layout and adds flags 4 (RevPackets as a
@@ -234,6 +235,13 @@
 //	            the others), the others as 16 byte planes (n6 each), index
 //	            planes (rows). The dictionary is the entries by class
 //	            descending, within a class in stored order
+//	dicte (13)  version 11, integer columns: as dict, but the values seen
+//	            once are escapes: u8 index width, u32 size (entries seen
+//	            more than once, by descending frequency), u8 value width,
+//	            u64 base, u32 escapes, u8 escape width, value planes
+//	            (size), index planes (rows; index size is an escape),
+//	            escape planes (escapes: value-base, in row order). Chosen
+//	            for a dictionary with at least 16 values seen once
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy

@@ -72,6 +72,16 @@ func fuzzSeeds(f testing.TB) [][]byte {
 		r.End = r.Start + 5
 	}
 	add(v9)
+	// Version 11's encDictE: Packets from five common values, and 20
+	// seen once (escapes).
+	v11 := baseRecs(200)
+	for i := range v11 {
+		v11[i].Packets = uint64(2 + i%5)
+		if i%10 == 0 {
+			v11[i].Packets = 1000 + uint64(i)*77
+		}
+	}
+	add(v11)
 	return out
 }
 

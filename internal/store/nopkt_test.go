@@ -61,6 +61,11 @@ func TestNoPktMalformed(t *testing.T) {
 		r.RevPackets = uint64(i % 3)
 		r.RevBytes = r.RevPackets * 100
 	}
+	recs = noDictE(recs) // so the block reads in version 10's layout
+	for i := range recs {
+		recs[i].RevPackets = uint64(i % 3)
+		recs[i].RevBytes = recs[i].RevPackets * 100
+	}
 	b, h := newTestEncoder(t).encode(nil, recs)
 	if h.cols[cRevBytes].flags != flagPerPkt|flagNoPkt {
 		t.Fatalf("RevBytes flags %#x", h.cols[cRevBytes].flags)

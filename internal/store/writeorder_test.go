@@ -126,13 +126,13 @@ var writeGolden = map[int]map[string]string{
 		"ns, wide span":      "dea10fda95f9e3a96a2483222cdbb1374b5a50406bfedd7fac3abb32000dc7cf",
 	},
 	11: { // format 11's writer
-		"shuffled":           "6381865d74ab01028468f13920bd6011fab2a4cb89b8f28f52a08c9047cfe283",
-		"shuffled, few rows": "092899f3fe01d486e40d8183a358fedc7b1896fbc1a775ee054c4db5499236a8",
+		"shuffled":           "9a45d9fa97484e1fdb5960944012aa57559859112f42b0940892ee31c01ae0ae",
+		"shuffled, few rows": "2f01870389afbc39f59665b6c609bf2fabe85c574fa66160a0bb52e18b045796",
 		"every column":       "e7492bd38e25cd0ecff7b78cb76a9584c4618a3a65130f9ae2bc0d2cd6c4ac98",
-		"one node":           "8c60c7d1d45f0ec2647d47786e5d9cfcf7781bcb905ca6e8b94d367891597f94",
-		"nodes differ":       "38f9019a669a176b82cb1f164dcea633a4d4395b85bf6abe6fa791cd8ed41cf9",
-		"in order":           "fabb2c651072daa4fe9b4fa8bbc607e40b7c84c0a1ff8adbc123d31f23db4c42",
-		"ns, wide span":      "abb3b406702c0890ca8b5c9626aef40684ae640f706f8aef2f52848d920d3094",
+		"one node":           "a085b29b85666dea53f4381afe8828e26a8cb3fa3c78b3c87b7e6caa2cb9ba6c",
+		"nodes differ":       "e8007945b980230a8a890a22c48fc16ac7bdb2da7e62f2c9c724d46ba653a8d7",
+		"in order":           "0db9b665087703ff96aa87a09b0ec57f99433bf317f31cd3d368ef0a5fec96da",
+		"ns, wide span":      "7e48c40a068af7e86c2a98f3ecf308ecb94ddd389f491b26d096b26063d2180e",
 	},
 }
 

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// encDictE (version 11) is dict whose values seen once in the block are
+// not dictionary entries but escapes: index size (one past the entries)
+// and the value in a separate plane set, in row order. A frequency-
+// ordered dictionary paid an index of ~log2(size) bits for each once-seen
+// value (their order among themselves: information the rows' order
+// already holds) and, past 256 entries, a second index plane for every
+// row. The gendb week's Packets, ~560 distinct values a block of which
+// ~370 are seen once: see docs/benchmarks.md "Store format 11".
+//
+//	u8 index width, u32 size, u8 value width, u64 base, u32 escapes,
+//	u8 escape width, value planes (size), index planes (rows; size is an
+//	escape), escape planes (escapes: value-base, in row order)
+const encDictE = 13
+
+// dictEHead is the bytes before encDictE's planes.
+const dictEHead = 19
+
+// dictEMin is the fewest once-seen values for which encodeInts escapes
+// them: with fewer, the index planes' saving does not pay the header.
+const dictEMin = 16
+
+// singles returns how many of the table's entries are seen once.
+func (t *u64Table) singles() int {
+	n := 0
+	for _, c := range t.count {
+		if c == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// putDictE appends the table's values (built by build) as encDictE.
+func (e *intEncoder) putDictE(dst []byte, lo uint64) []byte {
+	t := &e.tab
+	o := freqOrder(t.count, &t.order, &t.rank, t.idx)
+	m := len(o) // entries seen more than once: by descending count, so first
+	for m > 0 && t.count[o[m-1]] == 1 {
+		m--
+	}
+	var dmax, emax uint64
+	s := slices.Grow(t.sorted[:0], m)[:m]
+	for i, oi := range o[:m] {
+		s[i] = t.dict[oi] - lo
+		dmax = max(dmax, s[i])
+	}
+	t.sorted = s
+	esc := slices.Grow(e.esc[:0], len(o)-m)
+	for i, x := range t.idx {
+		if x >= uint64(m) {
+			v := t.dict[o[x]] - lo
+			esc = append(esc, v)
+			emax = max(emax, v)
+			t.idx[i] = uint64(m)
+		}
+	}
+	e.esc = esc
+	iw, vw, ew := byteWidth(uint64(m)), byteWidth(dmax), byteWidth(emax)
+	dst = append(dst, byte(iw))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(m))
+	dst = append(dst, byte(vw))
+	dst = binary.LittleEndian.AppendUint64(dst, lo)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(esc)))
+	dst = append(dst, byte(ew))
+	dst = putPlanes(dst, s, vw)
+	dst = putPlanes(dst, t.idx, iw)
+	return putPlanes(dst, esc, ew)
+}
+
+// dictECuts appends the plane cuts of an encDictE stream of n rows and
+// returns where it ends (-1: too short for its header).
+func dictECuts(cut func(off, w, size int) int, st []byte, n int) int {
+	if len(st) < dictEHead {
+		return -1
+	}
+	size, nesc := int(binary.LittleEndian.Uint32(st[1:5])), int(binary.LittleEndian.Uint32(st[14:18]))
+	off := cut(dictEHead, int(st[5]), size)
+	off = cut(off, int(st[0]), n)
+	return cut(off, int(st[18]), nesc)
+}
+
+// decodeDictE decodes an encDictE stream of n rows into dst (len n).
+func decodeDictE[T integer](d *intDecoder, st []byte, n int, dst []T) error {
+	if len(st) < dictEHead {
+		return errBadStream
+	}
+	iw, vw, ew := int(st[0]), int(st[5]), int(st[18])
+	size := int(binary.LittleEndian.Uint32(st[1:5]))
+	base := binary.LittleEndian.Uint64(st[6:14])
+	nesc := int(binary.LittleEndian.Uint32(st[14:18]))
+	// Entries and escapes are the rows' values: more than rows is
+	// corrupt, so allocations are bounded by n, never by the fields.
+	if iw > 4 || vw > 8 || ew > 8 || size > n || nesc > n ||
+		int64(len(st)-dictEHead) != int64(size)*int64(vw)+int64(n)*int64(iw)+int64(nesc)*int64(ew) {
+		return errBadStream
+	}
+	// dv and ev have one spare slot each, so the loop below reads both
+	// without a branch and picks one (a conditional move).
+	dv := slices.Grow(d.dict[:0], size+1)[:size+1]
+	getPlanes(st[dictEHead:], dv[:size], vw)
+	for i := range dv[:size] {
+		dv[i] += base
+	}
+	dv[size] = 0
+	ev := slices.Grow(d.esc[:0], nesc+1)[:nesc+1]
+	getPlanes(st[dictEHead+size*vw+n*iw:], ev[:nesc], ew)
+	for i := range ev[:nesc] {
+		ev[i] += base
+	}
+	ev[nesc] = 0
+	d.dict, d.esc = dv, ev
+	ip := st[dictEHead+size*vw : dictEHead+size*vw+n*iw]
+	k, bad := 0, false
+	if iw == 1 {
+		for i, x := range ip[:len(dst)] {
+			j := int(x)
+			bad = bad || j > size || k > nesc
+			v, isE := dv[min(j, size)], j == size
+			if isE {
+				v = ev[min(k, nesc)]
+				k++
+			}
+			dst[i] = T(v)
+		}
+	} else {
+		u := slices.Grow(d.u[:0], n)[:n]
+		d.u = u
+		getPlanes(ip, u, iw)
+		for i, x := range u {
+			j := int(min(x, uint64(size)+1))
+			bad = bad || j > size || k > nesc
+			v, isE := dv[min(j, size)], j == size
+			if isE {
+				v = ev[min(k, nesc)]
+				k++
+			}
+			dst[i] = T(v)
+		}
+	}
+	if bad || k != nesc {
+		return errBadStream
+	}
+	return nil
+}
