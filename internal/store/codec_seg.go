@@ -112,7 +112,7 @@ const (
 // the noise of each other (3 rounds): not worth a change.
 const (
 	segRawAbove = 0.96
-	segFSEGain  = 0.75
+	segFSEGain  = 0.25
 )
 
 // segEncoder entropy-codes streams plane by plane, reusing its scratch.
