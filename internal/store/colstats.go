@@ -112,6 +112,8 @@ func encName(enc, comp, flags uint8) string {
 		n = "adictd"
 	case encADictS:
 		n = "adicts"
+	case encADictG:
+		n = "adictg"
 	case encARaw:
 		n = "araw"
 	case encSDict:

@@ -126,13 +126,13 @@ var writeGolden = map[int]map[string]string{
 		"ns, wide span":      "dea10fda95f9e3a96a2483222cdbb1374b5a50406bfedd7fac3abb32000dc7cf",
 	},
 	11: { // format 11's writer
-		"shuffled":           "9a45d9fa97484e1fdb5960944012aa57559859112f42b0940892ee31c01ae0ae",
-		"shuffled, few rows": "2f01870389afbc39f59665b6c609bf2fabe85c574fa66160a0bb52e18b045796",
-		"every column":       "e7492bd38e25cd0ecff7b78cb76a9584c4618a3a65130f9ae2bc0d2cd6c4ac98",
-		"one node":           "a085b29b85666dea53f4381afe8828e26a8cb3fa3c78b3c87b7e6caa2cb9ba6c",
-		"nodes differ":       "e8007945b980230a8a890a22c48fc16ac7bdb2da7e62f2c9c724d46ba653a8d7",
-		"in order":           "0db9b665087703ff96aa87a09b0ec57f99433bf317f31cd3d368ef0a5fec96da",
-		"ns, wide span":      "7e48c40a068af7e86c2a98f3ecf308ecb94ddd389f491b26d096b26063d2180e",
+		"shuffled":           "7805f43e901188530a78ea50508e3b57a627077f500756d4814f8eb88c0c7596",
+		"shuffled, few rows": "76a051d8034b71af4af3114f042e4e3462f7f3f1a948d5d872ef3e3ac1b16cfb",
+		"every column":       "ade58736252a296e393392f0951865d7f141e68a37afe8fccebec14207aaa0c7",
+		"one node":           "540e4e6fbabd12b120bdb7fca9bc67f500118b197bfac009b1b28e058c5f05aa",
+		"nodes differ":       "1ba7ee9d474ef483260f017204a07a538ed70d721c8b1f490118049af1f70372",
+		"in order":           "d952fc71715980cafd524e4470390a95b5de302d5665e30f41037b15a3df018c",
+		"ns, wide span":      "370984f55e767b9527e2691c30bc6b8713d52aed7f7e50ca0c95f3fe6a032ea5",
 	},
 }
 
