@@ -15,12 +15,19 @@ import (
 // ~370 are seen once: see docs/benchmarks.md "Store format 11".
 //
 //	u8 index width, u32 size, u8 value width, u64 base, u32 escapes,
-//	u8 escape width, value planes (size), index planes (rows; size is an
-//	escape), escape planes (escapes: value-base, in row order)
+//	u8 escape width, u8 order, value planes (size), index planes (rows;
+//	size is an escape), escape planes (escapes: value-base, in row order)
+//
+// Order 0: the entries by descending frequency, their planes value-base.
+// Order 1: the entries in ascending value order, their planes the gaps
+// (the first's value-base, each next one's value - the last - 1); the
+// writer uses it when the indexes fit a byte (one plane, whose order-0
+// entropy no relabelling changes), where the sorted values' small gaps
+// cost less than the values (the gendb week's Packets: ~190 entries).
 const encDictE = 13
 
 // dictEHead is the bytes before encDictE's planes.
-const dictEHead = 19
+const dictEHead = 20
 
 // dictEMin is the fewest once-seen values for which encodeInts escapes
 // them: with fewer, the index planes' saving does not pay the header.
@@ -45,13 +52,13 @@ func (e *intEncoder) putDictE(dst []byte, lo uint64) []byte {
 	for m > 0 && t.count[o[m-1]] == 1 {
 		m--
 	}
-	var dmax, emax uint64
 	s := slices.Grow(t.sorted[:0], m)[:m]
 	for i, oi := range o[:m] {
 		s[i] = t.dict[oi] - lo
-		dmax = max(dmax, s[i])
 	}
 	t.sorted = s
+	// Escapes first (their indexes are still o's), then the entries.
+	var emax uint64
 	esc := slices.Grow(e.esc[:0], len(o)-m)
 	for i, x := range t.idx {
 		if x >= uint64(m) {
@@ -62,16 +69,61 @@ func (e *intEncoder) putDictE(dst []byte, lo uint64) []byte {
 		}
 	}
 	e.esc = esc
+	order := byte(0)
+	if m <= 255 { // one index plane: the entries' order costs nothing
+		order = 1
+		e.sortEntries(s, t.idx, m)
+	}
+	var dmax uint64
+	for _, v := range s {
+		dmax = max(dmax, v)
+	}
 	iw, vw, ew := byteWidth(uint64(m)), byteWidth(dmax), byteWidth(emax)
 	dst = append(dst, byte(iw))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(m))
 	dst = append(dst, byte(vw))
 	dst = binary.LittleEndian.AppendUint64(dst, lo)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(esc)))
-	dst = append(dst, byte(ew))
+	dst = append(dst, byte(ew), order)
 	dst = putPlanes(dst, s, vw)
 	dst = putPlanes(dst, t.idx, iw)
 	return putPlanes(dst, esc, ew)
+}
+
+// sortEntries renumbers the m entries s (distinct values) in ascending
+// order, rewriting the rows' indexes idx below m, and turns s into the
+// gaps of order 1.
+func (e *intEncoder) sortEntries(s, idx []uint64, m int) {
+	rk := slices.Grow(e.rk[:0], m)[:m] // rk[place] = entry
+	for i := range rk {
+		rk[i] = uint64(i)
+	}
+	slices.SortFunc(rk, func(a, b uint64) int {
+		if s[a] < s[b] {
+			return -1
+		}
+		return 1 // distinct values: never equal
+	})
+	back := slices.Grow(e.back[:0], m)[:m] // back[entry] = place
+	for place, i := range rk {
+		back[i] = uint64(place)
+	}
+	for i, x := range idx {
+		if x < uint64(m) {
+			idx[i] = back[x]
+		}
+	}
+	prev := uint64(0)
+	for place, i := range rk { // back is free now: the gaps, by place
+		v := s[i]
+		g := v - prev
+		if place > 0 {
+			g--
+		}
+		back[place], prev = g, v
+	}
+	copy(s, back)
+	e.rk, e.back = rk, back
 }
 
 // dictECuts appends the plane cuts of an encDictE stream of n rows and
@@ -91,13 +143,13 @@ func decodeDictE[T integer](d *intDecoder, st []byte, n int, dst []T) error {
 	if len(st) < dictEHead {
 		return errBadStream
 	}
-	iw, vw, ew := int(st[0]), int(st[5]), int(st[18])
+	iw, vw, ew, order := int(st[0]), int(st[5]), int(st[18]), st[19]
 	size := int(binary.LittleEndian.Uint32(st[1:5]))
 	base := binary.LittleEndian.Uint64(st[6:14])
 	nesc := int(binary.LittleEndian.Uint32(st[14:18]))
 	// Entries and escapes are the rows' values: more than rows is
 	// corrupt, so allocations are bounded by n, never by the fields.
-	if iw > 4 || vw > 8 || ew > 8 || size > n || nesc > n ||
+	if iw > 4 || vw > 8 || ew > 8 || order > 1 || size > n || nesc > n ||
 		int64(len(st)-dictEHead) != int64(size)*int64(vw)+int64(n)*int64(iw)+int64(nesc)*int64(ew) {
 		return errBadStream
 	}
@@ -105,8 +157,16 @@ func decodeDictE[T integer](d *intDecoder, st []byte, n int, dst []T) error {
 	// without a branch and picks one (a conditional move).
 	dv := slices.Grow(d.dict[:0], size+1)[:size+1]
 	getPlanes(st[dictEHead:], dv[:size], vw)
-	for i := range dv[:size] {
-		dv[i] += base
+	if order == 1 { // gaps: a running sum (wrapping, like the writer's)
+		acc := base - 1
+		for i, g := range dv[:size] {
+			acc += g + 1
+			dv[i] = acc
+		}
+	} else {
+		for i := range dv[:size] {
+			dv[i] += base
+		}
 	}
 	dv[size] = 0
 	ev := slices.Grow(d.esc[:0], nesc+1)[:nesc+1]

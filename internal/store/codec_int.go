@@ -263,9 +263,11 @@ func byCount(count []uint32, buf *[]uint64) []uint64 {
 
 // intEncoder holds the scratch for encoding integer columns.
 type intEncoder struct {
-	u   []uint64
-	esc []uint64 // encDictE's escaped values
-	tab u64Table
+	u    []uint64
+	esc  []uint64 // encDictE's escaped values
+	rk   []uint64 // and its entries' order (sortEntries)
+	back []uint64
+	tab  u64Table
 }
 
 // scaleOf returns the largest of 1e9, 1e6, 1e3 dividing every v-base (else 1).

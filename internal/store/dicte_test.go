@@ -50,8 +50,9 @@ func TestDictERoundTrip(t *testing.T) {
 		}
 		if enc == encDictE {
 			nesc := int(binary.LittleEndian.Uint32(st[14:]))
-			if int(st[0]) != tc.wantIW || int(st[18]) != tc.wantEW || nesc != tc.singles {
-				t.Errorf("%s: index width %d, escape width %d, %d escapes", tc.name, st[0], st[18], nesc)
+			// Order 1 (ascending entries as gaps) when the indexes fit a byte.
+			if int(st[0]) != tc.wantIW || int(st[18]) != tc.wantEW || nesc != tc.singles || (st[19] == 1) != (tc.wantIW == 1) {
+				t.Errorf("%s: index width %d, escape width %d, %d escapes, order %d", tc.name, st[0], st[18], nesc, st[19])
 			}
 		}
 		got, err := decodeInts(&d, enc, st, len(v), []uint64(nil))
@@ -108,6 +109,7 @@ func TestDictEMalformed(t *testing.T) {
 		"index width 5":     mod(func(x []byte) []byte { x[0] = 5; return x }),
 		"value width 9":     mod(func(x []byte) []byte { x[5] = 9; return x }),
 		"escape width 9":    mod(func(x []byte) []byte { x[18] = 9; return x }),
+		"order 2":           mod(func(x []byte) []byte { x[19] = 2; return x }),
 		"size over rows":    mod(func(x []byte) []byte { le.PutUint32(x[1:], uint32(len(v)+1)); return x }),
 		"huge size":         mod(func(x []byte) []byte { le.PutUint32(x[1:], 1<<32-1); return x }),
 		"escapes over rows": mod(func(x []byte) []byte { le.PutUint32(x[14:], uint32(len(v)+1)); return x }),

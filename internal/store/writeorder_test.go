@@ -126,13 +126,13 @@ var writeGolden = map[int]map[string]string{
 		"ns, wide span":      "dea10fda95f9e3a96a2483222cdbb1374b5a50406bfedd7fac3abb32000dc7cf",
 	},
 	11: { // format 11's writer
-		"shuffled":           "7805f43e901188530a78ea50508e3b57a627077f500756d4814f8eb88c0c7596",
-		"shuffled, few rows": "76a051d8034b71af4af3114f042e4e3462f7f3f1a948d5d872ef3e3ac1b16cfb",
+		"shuffled":           "842986b3de027ae514c1c2427c45a1d37b55e94d240a1317a116fcfd48d78890",
+		"shuffled, few rows": "384bde8a2289b8b61ca9547702db40e68550dcbc2765a4fd34c3d7bfad9badc4",
 		"every column":       "ade58736252a296e393392f0951865d7f141e68a37afe8fccebec14207aaa0c7",
-		"one node":           "540e4e6fbabd12b120bdb7fca9bc67f500118b197bfac009b1b28e058c5f05aa",
-		"nodes differ":       "1ba7ee9d474ef483260f017204a07a538ed70d721c8b1f490118049af1f70372",
-		"in order":           "d952fc71715980cafd524e4470390a95b5de302d5665e30f41037b15a3df018c",
-		"ns, wide span":      "370984f55e767b9527e2691c30bc6b8713d52aed7f7e50ca0c95f3fe6a032ea5",
+		"one node":           "9fde248253b36088926245a80ac41beebd47bad7493d38a4980e195f74f09f12",
+		"nodes differ":       "63130bd559c643ccd083eca7c9d9c2db242becdf450271ad0e0426d18109d678",
+		"in order":           "48bd4079c26b6e8a8fecbfbe394529216def5810b6d98c965b44b36f7b03e572",
+		"ns, wide span":      "88020886f3f2bc81a7e054f37d28200a7661d54014708b6767fdc19a17765ebe",
 	},
 }
 
