@@ -511,3 +511,55 @@ func TestFuzzSeedsV9(t *testing.T) {
 			set, adicts, adictg, tuple, ratio, deltau, nopkt)
 	}
 }
+
+// TestRatioOnePacket: a row of one packet and no answer is stored with
+// ratio 1 (floor(1/2) = 0 too) when the block's other rows use 1 more than
+// 0, so it adds no symbol; with most rows unanswered it keeps 0. Both
+// read back exact.
+func TestRatioOnePacket(t *testing.T) {
+	e := newTestEncoder(t)
+	for _, tc := range []struct {
+		name     string
+		silent   int    // every silent-th row of more packets has no answer
+		wantZero bool   // ratio 0 stored for the one-packet rows
+		ratios   string // for the error message
+	}{
+		{"answered", 1 << 30, false, "1, 2, 3"},
+		{"half unanswered", 2, true, "0 most"},
+	} {
+		recs := newGen(31).window(nil, 600, t0, "x")
+		for i := range recs {
+			r := &recs[i]
+			r.Packets = uint64(2 + i%9)
+			if i%5 == 0 {
+				r.Packets = 1
+			}
+			r.RevPackets = r.Packets * uint64(1+i%3) / 2
+			if r.Packets == 1 || i%tc.silent == 0 {
+				r.RevPackets = 0
+			}
+			r.RevBytes = r.RevPackets * 100
+		}
+		b, h := e.encode(nil, recs)
+		if h.cols[cRevPackets].flags&flagRatio == 0 {
+			t.Fatalf("%s: no ratio", tc.name)
+		}
+		var d decoder
+		var buf []uint64
+		v, err := d.plain(h, b, 0, cRevPackets, &buf, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range v {
+			if recs[i].Packets == 1 && (x&0xff == 0) != tc.wantZero {
+				t.Fatalf("%s row %d: ratio %d stored, the others use %s", tc.name, i, x&0xff, tc.ratios)
+			}
+		}
+		c := readSpan(t, b, ColRevPackets)
+		for i := range recs {
+			if c.RevPackets[i] != recs[i].RevPackets {
+				t.Fatalf("%s row %d: %d reverse packets, want %d", tc.name, i, c.RevPackets[i], recs[i].RevPackets)
+			}
+		}
+	}
+}
