@@ -23,13 +23,9 @@ type addrTable struct {
 	rank  []uint64
 	hist  [256]uint32
 	delta []byte   // deltaV4's scratch
-	slots []byte   // putGroups' class slot of each rank
 	last  int      // slots the last build ended with: the next starts there
 	tab4  []v4Slot // IPv4-mapped addresses' table
 	last4 int      // tab4's slots the last build ended with
-	// planes writes adicts' index planes instead of adictg's classes and
-	// bit stream (tests: format 9's coding in a current block).
-	planes bool
 }
 
 // v4Slot is an IPv4-mapped address's slot: its last 4 bytes and its
@@ -288,7 +284,7 @@ func getAddrs(st []byte, list [][16]byte) (int, bool) {
 func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte, bl *bloom) (out []byte, enc uint8) {
 	if bl != nil {
 		defer func() {
-			if enc != encADictS && enc != encADictG {
+			if enc != encADictS {
 				bl.init(len(t.dict))
 				for i := range t.dict {
 					bl.add(addrKey(&t.dict[i]))
@@ -315,10 +311,7 @@ func (t *addrTable) encodeAddrs(dst []byte, v [][16]byte, bl *bloom) (out []byte
 	}
 	if bl != nil {
 		if st, ok := t.putSet(dst, bl); ok {
-			if t.planes {
-				return st, encADictS
-			}
-			return st, encADictG
+			return st, encADictS
 		}
 	}
 	o := t.addrOrder()
@@ -348,8 +341,8 @@ func decodeAddrs(buf, dict *[][16]byte, idx *[]uint32, enc uint8, st []byte, n i
 	ix := slices.Grow((*idx)[:0], n)[:n]
 	*idx = ix
 	switch enc {
-	case encADictS, encADictG: // version 9 and 10: the IPv4 entries are the header's set (set: the column's filter)
-		if err := decodeAddrsSet(buf, dict, ix, set, st, n, enc == encADictG); err != nil {
+	case encADictS: // version 9: the IPv4 entries are the header's set (set: the column's filter)
+		if err := decodeAddrsSet(buf, dict, ix, set, st, n); err != nil {
 			return dst, err
 		}
 		if rows {

@@ -217,7 +217,6 @@ func asetValues(w []uint64, vals []uint32) bool {
 // bloom filter of its other entries) and returns the dictionary stream
 // (encADictS) when the set is dense enough (asetMaxBits), else false.
 func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
-	head := len(dst)
 	d := len(t.dict)
 	t.rank = slices.Grow(t.rank[:0], 2*d)[:2*d]
 	keys := t.rank[:d] // IPv4 value<<32 | entry
@@ -324,17 +323,12 @@ func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
 		}
 	}
 	t.order = seq
-	if !t.planes { // adictg (codec_agroup.go)
-		dst[head+4] = 0
-		return t.putGroups(dst, dst[head+9:head+9+d]), true
-	}
 	return putPlanes(dst, t.idx, iw), true
 }
 
-// decodeAddrsSet decodes an encADictS (or, grouped, encADictG) stream of
-// n rows against its column's filter set (an aset), as decodeAddrs does
-// for adict.
-func decodeAddrsSet(buf, dict *[][16]byte, ix []uint32, set *bloom, st []byte, n int, grouped bool) error {
+// decodeAddrsSet decodes an encADictS stream of n rows against its
+// column's filter set (an aset), as decodeAddrs does for adict.
+func decodeAddrsSet(buf, dict *[][16]byte, ix []uint32, set *bloom, st []byte, n int) error {
 	if set == nil || set.k != asetKind || len(st) < 9 {
 		return errBadStream
 	}
@@ -344,11 +338,8 @@ func decodeAddrsSet(buf, dict *[][16]byte, ix []uint32, set *bloom, st []byte, n
 	n4, _, _, _, _, _, _ := asetWords(set.words)
 	// A dictionary holds at most n entries: what is allocated is bounded
 	// by the rows, never by a size field.
-	if iw > 4 || size > n || n6 > size || size-n6 != n4 || (size == 0 && n > 0) {
-		return errBadStream
-	}
-	if head := int64(size) + 16*int64(n6); (!grouped && int64(len(st)-9) != head+int64(n)*int64(iw)) ||
-		(grouped && (iw != 0 || int64(len(st)-9) < head+int64(n))) {
+	if iw > 4 || size > n || n6 > size || size-n6 != n4 || (size == 0 && n > 0) ||
+		int64(len(st)-9) != int64(size)+16*int64(n6)+int64(n)*int64(iw) {
 		return errBadStream
 	}
 	cls := st[9 : 9+size]
@@ -382,9 +373,6 @@ func decodeAddrsSet(buf, dict *[][16]byte, ix []uint32, set *bloom, st []byte, n
 			a[b] = p6[b*n6+j]
 		}
 		next[c]++
-	}
-	if grouped {
-		return getGroups(st[9+size+16*n6:], cls, ix)
 	}
 	getPlanes(st[9+size+16*n6:], ix, iw)
 	if n > 0 && int(maxOf(ix)) >= size {

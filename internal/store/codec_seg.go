@@ -52,15 +52,6 @@ func planeCuts(cuts []int, enc uint8, st []byte, n int) []int {
 			off = cut(off, 16, int(binary.LittleEndian.Uint32(st[5:9])))
 			end = cut(off, int(st[4]), n)
 		}
-	case encADictG: // the class plane, then the bit stream as one chunk
-		if len(st) >= 9 {
-			off := cut(9, 1, int(binary.LittleEndian.Uint32(st[0:4])))
-			off = cut(off, 16, int(binary.LittleEndian.Uint32(st[5:9])))
-			if off = cut(off, 1, n); off <= len(st) {
-				cuts = append(cuts, off)
-				end = len(st)
-			}
-		}
 	case encTuple:
 		if len(st) >= 5 {
 			off := cut(5, tupleEntry, int(binary.LittleEndian.Uint32(st[0:4])))

@@ -332,15 +332,3 @@ func TestEscapeIface(t *testing.T) {
 		t.Errorf("long name escaped to %d bytes", len(long))
 	}
 }
-
-// indexPlanes makes e (and its second goroutine's scratch) write adicts'
-// index planes where it would write adictg: format 9's address coding, so
-// its decoder keeps being tested on fresh blocks.
-func indexPlanes(e *blockEncoder) {
-	if e.aux == nil {
-		e.aux = &blockEncoder{zenc: e.zenc}
-	}
-	for _, x := range []*blockEncoder{e, e.aux} {
-		x.at.planes, x.at2.planes = true, true
-	}
-}

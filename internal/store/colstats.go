@@ -112,8 +112,6 @@ func encName(enc, comp, flags uint8) string {
 		n = "adictd"
 	case encADictS:
 		n = "adicts"
-	case encADictG:
-		n = "adictg"
 	case encARaw:
 		n = "araw"
 	case encSDict:

@@ -147,8 +147,7 @@
 // for nil; a reader rebuilds one shared pointer per distinct workload or
 // service of a block), 41 Node (since version 6: where the record was
 // observed, flow.Record.Node). Addresses are adict, adictd (since
-// version 7), adicts (since version 9; SrcAddr and DstAddr), adictg
-// (since version 11; likewise) or araw;
+// version 7), adicts (since version 9; SrcAddr and DstAddr) or araw;
 // DstPort is a tuple (since version 9) or an integer encoding; DropReason
 // and Rule sdict, the workload and service strings and Node sdictl, the
 // others integer encodings. Columns 18 and up are nearly always all zero,
@@ -162,8 +161,7 @@
 // stored length), u32 CRC32C (only when the stored length is not 0),
 // uvarint zigzag(min - base), uvarint zigzag(max - min) (wrapping; base
 // the header's min Start for Start and End, else 0): ~16 bytes an entry
-// where version 10 took 36; and it adds the dicte and adictg encodings
-// (its writer uses adictg where version 10 used adicts). Version 10
+// where version 10 took 36; and it adds the dicte encoding. Version 10
 // blocks are read as they are.
 // Version 10 has version 9's layout and adds flag 16 (per-packet byte
 // counts without the rows that have no packets); version 9 blocks are
@@ -244,16 +242,6 @@
 //	            (size), index planes (rows; index size is an escape),
 //	            escape planes (escapes: value-base, in row order). Chosen
 //	            for a dictionary with at least 16 values seen once
-//	adictg (14) version 11, instead of adicts (the same fields up to the
-//	            others' planes, index width 0): then a class plane (rows:
-//	            255 - the row's entry's class) and a bit stream, for each
-//	            row MSB first its place j among the m entries of its class
-//	            as truncated binary (k = floor(log2 m) bits when j < u =
-//	            2^(k+1) - m, else j + u in k+1 bits), padded with zero bits
-//	            to a whole byte: the entries of a class are equally likely,
-//	            so this is the indexes' order-0 entropy given the classes.
-//	            A class plane naming an empty class, a stream too short,
-//	            with bytes over or padding bits set is malformed
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy

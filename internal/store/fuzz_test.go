@@ -82,12 +82,7 @@ func fuzzSeeds(f testing.TB) [][]byte {
 		}
 	}
 	add(v11)
-	// The same with format 9's index planes (adicts; version 10 writes
-	// adictg, its classes and bit stream).
-	e9 := newTestEncoder(f)
-	indexPlanes(e9)
-	b, _ := e9.encode(nil, v9)
-	return append(out, b)
+	return out
 }
 
 // FuzzReadBlock feeds arbitrary bytes to the block parser and decoders,

@@ -101,8 +101,7 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 			int64(c.rlen) > maxRawLen(i, h.rows) || (c.comp == compRaw && c.rlen != c.slen) ||
 			(c.flags&flagPerPkt != 0 && (ver < 8 || (i != cBytes && i != cRevBytes))) ||
 			(c.flags&flagRatio != 0 && (ver < 9 || i != cRevPackets)) || (c.flags&flagNoPkt != 0 && (ver < 10 || c.flags&flagPerPkt == 0)) || !tupleOK(ver, i, c, &h.cols[cDstPort]) ||
-			((c.enc == encADictS || c.enc == encDeltaU) && ver < 9) || ((c.enc == encDictE || c.enc == encADictG) && ver < dirV11) ||
-			((c.enc == encADictS || c.enc == encADictG) && i != cSrcAddr && i != cDstAddr) {
+			((c.enc == encADictS || c.enc == encDeltaU) && ver < 9) || (c.enc == encDictE && ver < dirV11) || (c.enc == encADictS && i != cSrcAddr && i != cDstAddr) {
 			return nil, errCorruptBlock
 		}
 	}

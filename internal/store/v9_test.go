@@ -259,21 +259,8 @@ func withSources(recs []flow.Record, n, step int, r *rand.Rand) []flow.Record {
 // written host yes, every other no) and without a false negative for
 // IPv6; sources spread too thin keep adictd and a bloom filter.
 func TestAddrSetRoundTrip(t *testing.T) {
-	for _, planes := range []bool{true, false} { // adicts, adictg
-		e := newTestEncoder(t)
-		if planes {
-			indexPlanes(e)
-		}
-		addrSetRoundTrip(t, e, planes)
-	}
-}
-
-func addrSetRoundTrip(t *testing.T, e *blockEncoder, planes bool) {
 	r := rand.New(rand.NewPCG(11, 12))
-	setEnc := uint8(encADictG)
-	if planes {
-		setEnc = encADictS
-	}
+	e := newTestEncoder(t)
 	for _, tc := range []struct {
 		name      string
 		hosts     int
@@ -294,7 +281,7 @@ func addrSetRoundTrip(t *testing.T, e *blockEncoder, planes bool) {
 			t.Fatal(err)
 		}
 		enc, f := h.cols[cSrcAddr].enc, &h.blooms[bloomSrcAddr]
-		if got := enc == setEnc && f.k == asetKind; got != tc.set {
+		if got := enc == encADictS && f.k == asetKind; got != tc.set {
 			t.Fatalf("%s: encoding %d, filter kind %d; want a set %v", tc.name, enc, f.k, tc.set)
 		}
 		if tc.set {
@@ -345,16 +332,7 @@ func addrSetRoundTrip(t *testing.T, e *blockEncoder, planes bool) {
 // sets are refused where the version has none, and a dictionary whose
 // entries disagree with its set is a malformed stream.
 func TestAddrSetMalformed(t *testing.T) {
-	for _, planes := range []bool{true, false} { // adicts, adictg
-		e := newTestEncoder(t)
-		if planes {
-			indexPlanes(e)
-		}
-		addrSetMalformed(t, e)
-	}
-}
-
-func addrSetMalformed(t *testing.T, e *blockEncoder) {
+	e := newTestEncoder(t)
 	r := rand.New(rand.NewPCG(13, 14))
 	recs := withSources(newGen(1).window(nil, 2000, t0, "x"), 400, 2, r)
 	b, _ := e.encode(nil, recs)
@@ -408,8 +386,7 @@ func addrSetMalformed(t *testing.T, e *blockEncoder) {
 	}
 	var buf, dict [][16]byte
 	ix := make([]uint32, h.rows)
-	grouped := h.cols[cSrcAddr].enc == encADictG
-	if err := decodeAddrsSet(&buf, &dict, ix, f, raw, h.rows, grouped); err != nil {
+	if err := decodeAddrsSet(&buf, &dict, ix, f, raw, h.rows); err != nil {
 		t.Fatal(err)
 	}
 	other := &h.blooms[bloomDstAddr]
@@ -423,7 +400,7 @@ func addrSetMalformed(t *testing.T, e *blockEncoder) {
 		"short":          {raw[:len(raw)-1], f},
 		"n6 past size":   {slices.Concat(raw[:5], []byte{255, 255, 0, 0}, raw[9:]), f},
 	} {
-		if err := decodeAddrsSet(&buf, &dict, ix, x.set, x.st, h.rows, grouped); !errors.Is(err, errBadStream) {
+		if err := decodeAddrsSet(&buf, &dict, ix, x.set, x.st, h.rows); !errors.Is(err, errBadStream) {
 			t.Errorf("%s: %v, want malformed", name, err)
 		}
 	}
@@ -433,14 +410,9 @@ func addrSetMalformed(t *testing.T, e *blockEncoder) {
 // set parser, lookup and dictionary decoder: never a panic, and a lookup
 // only on a set that parsed.
 func FuzzAddrSet(f *testing.F) {
-	e, ep := newTestEncoder(f), newTestEncoder(f)
-	indexPlanes(ep)
+	e := newTestEncoder(f)
 	r := rand.New(rand.NewPCG(15, 16))
-	for i, step := range []int{1, 5, 1, 5} {
-		e := e
-		if i >= 2 {
-			e = ep // adicts' planes
-		}
+	for _, step := range []int{1, 5} {
 		recs := withSources(newGen(2).window(nil, 200, t0, "x"), 60, step, r)
 		b, _ := e.encode(nil, recs)
 		h, err := parseHeader(b, true)
@@ -477,12 +449,10 @@ func FuzzAddrSet(f *testing.F) {
 		var buf, dict [][16]byte
 		n := int(rows)
 		ix := make([]uint32, n)
-		for _, grouped := range []bool{false, true} {
-			if err := decodeAddrsSet(&buf, &dict, ix, &fl, st, n, grouped); err == nil {
-				for _, i := range ix {
-					if int(i) >= len(dict) {
-						t.Fatalf("grouped %v: index %d of %d entries", grouped, i, len(dict))
-					}
+		if err := decodeAddrsSet(&buf, &dict, ix, &fl, st, n); err == nil {
+			for _, i := range ix {
+				if int(i) >= len(dict) {
+					t.Fatalf("index %d of %d entries", i, len(dict))
 				}
 			}
 		}
@@ -492,7 +462,7 @@ func FuzzAddrSet(f *testing.F) {
 // TestFuzzSeedsV9: the fuzz targets start from blocks that use every
 // coding versions 9 and 10 added (so fuzzing reaches their decoders).
 func TestFuzzSeedsV9(t *testing.T) {
-	var set, adicts, adictg, tuple, ratio, deltau, nopkt bool
+	var set, adicts, tuple, ratio, deltau, nopkt bool
 	for _, b := range fuzzSeeds(t) {
 		h, err := parseHeader(b, true)
 		if err != nil {
@@ -501,14 +471,13 @@ func TestFuzzSeedsV9(t *testing.T) {
 		set = set || h.blooms[bloomSrcAddr].k == asetKind
 		adicts = adicts || h.cols[cSrcAddr].enc == encADictS
 		nopkt = nopkt || h.cols[cRevBytes].flags&flagNoPkt != 0
-		adictg = adictg || h.cols[cSrcAddr].enc == encADictG
 		tuple = tuple || h.cols[cDstPort].enc == encTuple
 		ratio = ratio || h.cols[cRevPackets].flags&flagRatio != 0
 		deltau = deltau || h.cols[cStart].enc == encDeltaU
 	}
-	if !set || !adicts || !adictg || !tuple || !ratio || !deltau || !nopkt {
-		t.Fatalf("set %v, adicts %v, adictg %v, tuple %v, ratio %v, deltau %v, nopkt %v: a version 9, 10 or 11 coding has no seed",
-			set, adicts, adictg, tuple, ratio, deltau, nopkt)
+	if !set || !adicts || !tuple || !ratio || !deltau || !nopkt {
+		t.Fatalf("set %v, adicts %v, tuple %v, ratio %v, deltau %v, nopkt %v: a version 9 or 10 coding has no seed",
+			set, adicts, tuple, ratio, deltau, nopkt)
 	}
 }
 

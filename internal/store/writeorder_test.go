@@ -128,7 +128,7 @@ var writeGolden = map[int]map[string]string{
 	11: { // format 11's writer
 		"shuffled":           "842986b3de027ae514c1c2427c45a1d37b55e94d240a1317a116fcfd48d78890",
 		"shuffled, few rows": "384bde8a2289b8b61ca9547702db40e68550dcbc2765a4fd34c3d7bfad9badc4",
-		"every column":       "ade58736252a296e393392f0951865d7f141e68a37afe8fccebec14207aaa0c7",
+		"every column":       "0d3084301f68d083e0a0b2d12ace3f580f406df0115cb95e8d8435eb9d0b50e4",
 		"one node":           "9fde248253b36088926245a80ac41beebd47bad7493d38a4980e195f74f09f12",
 		"nodes differ":       "63130bd559c643ccd083eca7c9d9c2db242becdf450271ad0e0426d18109d678",
 		"in order":           "48bd4079c26b6e8a8fecbfbe394529216def5810b6d98c965b44b36f7b03e572",
