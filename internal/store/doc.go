@@ -237,11 +237,14 @@
 //	            descending, within a class in stored order
 //	dicte (13)  version 11, integer columns: as dict, but the values seen
 //	            once are escapes: u8 index width, u32 size (entries seen
-//	            more than once, by descending frequency), u8 value width,
-//	            u64 base, u32 escapes, u8 escape width, value planes
-//	            (size), index planes (rows; index size is an escape),
-//	            escape planes (escapes: value-base, in row order). Chosen
-//	            for a dictionary with at least 16 values seen once
+//	            more than once), u8 value width, u64 base, u32 escapes, u8
+//	            escape width, u8 order, value planes (size), index planes
+//	            (rows; index size is an escape), escape planes (escapes:
+//	            value-base, in row order). Order 0: the entries by
+//	            descending frequency, value-base; order 1 (written when
+//	            size ≤ 255): ascending, the first value-base and each next
+//	            one value - previous - 1. Chosen for a dictionary with at
+//	            least 16 values seen once
 //
 // Byte planes store byte j of every value together (plane 0 first), which
 // keeps the high, mostly-zero bytes apart from the low ones so zstd's entropy
