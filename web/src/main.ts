@@ -260,7 +260,7 @@ function drawSeries(top: QueryResult, series: QueryResult | null, totals: QueryR
   const points = (vs: Float64Array) => Array.from(vs, (v, b): [number, number | null] => [t(b), b < first || b > last ? null : v]);
   const out: Series[] = top.rows.map((r, i) => ({ name: rowName(view.group, r), color: colors[i], points: points(vals[i]) }));
   if (view.other && other.some((v) => v > 0)) out.push({ name: "Other", color: otherColor(), points: points(other) });
-  return timeChart.render(out, view.chart === "stacked", fmt, [from, to]);
+  return timeChart.render(out, view.chart === "stacked", fmt, [from, to], view.metric === "bytes");
 }
 
 function drill(r: Row): void {

@@ -31,6 +31,26 @@ function timeLabel(ms: number, incr: number): string {
     : `${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}`;
 }
 
+/**
+ * binaryIncrs are the y axis' tick steps for bytes: 1, 2 and 5 times a power of ten in B, KiB, MiB … (decimal steps
+ * would tick at 977 KiB/s and 4.77 MiB/s).
+ */
+const binaryIncrs = [0, 1, 2, 3, 4, 5].flatMap((k) =>
+  [1, 2, 5, 10, 20, 50, 100, 200, 500].map((m) => m * 1024 ** k));
+const binaryUnits = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+const en = new Intl.NumberFormat("en-US");
+
+/** binaryTicks labels byte ticks in the unit of their step, so that each is a whole number: 0, 500, 1,000, 1,500 KiB/s. */
+function binaryTicks(splits: number[], incr: number): string[] {
+  const k = Math.min(Math.max(0, Math.floor(Math.log2(incr) / 10 + 1e-9)), binaryUnits.length - 1);
+  return splits.map((v) => `${en.format(Math.round(v / 1024 ** k))} ${binaryUnits[k]}/s`);
+}
+
+/** tickLabel drops a label's trailing zeros after the point: "2.00 k/s" is "2 k/s" on an axis, "2.50" is "2.5". */
+function tickLabel(s: string): string {
+  return s.replace(/(\.\d*?)0+(?=\D|$)/, "$1").replace(/\.(?=\D|$)/, "");
+}
+
 /** axisSize is a y axis' width from its longest label (uPlot's is fixed otherwise). */
 function axisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
   const axis = u.axes[axisIdx];
@@ -72,9 +92,11 @@ export class TimeChart {
 
   /**
    * render draws series over range (ms) and resolves once uPlot has drawn them on its canvas (uPlot draws in a
-   * microtask after it is built: the console's first-paint mark must come after that).
+   * microtask after it is built: the console's first-paint mark must come after that). binary: the values are
+   * bytes, ticked at binary steps.
    */
-  render(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number]): Promise<void> {
+  render(series: Series[], stacked: boolean, format: (v: number) => string, range: [number, number],
+    binary = false): Promise<void> {
     this.plot?.destroy();
     this.plot = null;
     this.el.dataset.series = String(series.length);
@@ -106,7 +128,12 @@ export class TimeChart {
       },
       axes: [
         { ...axis, size: 32, values: (_u, splits, _ai, _space, incr) => splits.map((v) => timeLabel(v, incr)) },
-        { ...axis, values: (_u, splits) => splits.map((v) => format(v)), size: axisSize },
+        { ...axis, size: axisSize, incrs: binary ? binaryIncrs : undefined,
+          values: (_u, splits, _ai, _space, incr) => {
+            const labels = binary ? binaryTicks(splits, incr) : splits.map((v) => tickLabel(format(v)));
+            this.el.dataset.yticks = labels.join("|"); // for the browser test: the canvas holds no text
+            return labels;
+          } },
       ],
       series: [{}, ...series.map((s): uPlot.Series => ({
         label: s.name, stroke: s.color, width: stacked ? 0.8 : 1.6, points: { show: false },

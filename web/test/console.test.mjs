@@ -88,6 +88,12 @@ try {
   check(drawnFirst >= Date.parse(meta.first) - 3600e3, `the chart draws from ${new Date(drawnFirst).toISOString()}, the store starts at ${meta.first}`);
   const ink = await canvasInk(page, "#chart");
   check(ink > 5000, `the chart drew ${ink} coloured pixels`);
+  // Bytes tick at binary steps, each label a whole number of one unit, evenly spaced (not 977 KiB/s, 1.91 MiB/s).
+  const yticks = (await page.getAttribute("#chart", "data-yticks")).split("|");
+  const tick = yticks.map((l) => /^([\d,]+) (B|KiB|MiB|GiB|TiB)\/s$/.exec(l));
+  check(yticks.length >= 3 && tick.every((m) => m !== null && m[2] === tick[0][2]), `the byte axis is labelled ${yticks.join(", ")}`);
+  const steps = tick.slice(1).map((m, i) => parseInt(m[1].replaceAll(",", ""), 10) - parseInt(tick[i][1].replaceAll(",", ""), 10));
+  check(steps.every((d) => d === steps[0] && d > 0), `the byte axis' ticks ${yticks.join(", ")} are not evenly spaced`);
   // The values uPlot holds are the API's: with Other shown, the stack's top in each bin is the bin's total, so their
   // sum over the bins is the sum of the totals the server answers for the page's own request.
   const held = await page.evaluate(async () => {
