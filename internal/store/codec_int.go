@@ -35,16 +35,54 @@ func zigzag(d uint64) uint64 { return (d << 1) ^ uint64(int64(d)>>63) }
 func unzigzag(z uint64) uint64 { return (z >> 1) ^ -(z & 1) }
 
 // putPlanes appends w byte planes of u: byte j of every value together.
-func putPlanes(dst []byte, u []uint64, w int) []byte {
-	n := len(u)
+func putPlanes(dst []byte, u []uint64, w int) []byte { return putPlanesSub(dst, u, 0, w) }
+
+// putPlanesSub appends w byte planes of v[i]-base (encFOR at scale 1
+// without a pass that stores the differences first). Widths 1 to 4 (nearly
+// every stream) write all their planes in one pass over v, with constant
+// shifts: a pass a plane cost a load a byte.
+func putPlanesSub(dst []byte, v []uint64, base uint64, w int) []byte {
+	n := len(v)
 	off := len(dst)
 	dst = slices.Grow(dst, w*n)[:off+w*n]
-	for j := 0; j < w; j++ {
-		p := dst[off+j*n : off+(j+1)*n]
-		p = p[:len(u)] // bounds-check hint
-		sh := uint(8 * j)
-		for i, x := range u {
-			p[i] = byte(x >> sh)
+	out := dst[off:]
+	switch w {
+	case 0:
+	case 1:
+		p0 := out[:n]
+		p0 = p0[:len(v)] // bounds-check hint
+		for i, x := range v {
+			p0[i] = byte(x - base)
+		}
+	case 2:
+		p0, p1 := out[:n], out[n:2*n]
+		p0, p1 = p0[:len(v)], p1[:len(v)]
+		for i, x := range v {
+			x -= base
+			p0[i], p1[i] = byte(x), byte(x>>8)
+		}
+	case 3:
+		p0, p1, p2 := out[:n], out[n:2*n], out[2*n:3*n]
+		p0, p1, p2 = p0[:len(v)], p1[:len(v)], p2[:len(v)]
+		for i, x := range v {
+			x -= base
+			p0[i], p1[i], p2[i] = byte(x), byte(x>>8), byte(x>>16)
+		}
+	case 4:
+		p0, p1, p2, p3 := out[:n], out[n:2*n], out[2*n:3*n], out[3*n:4*n]
+		p0, p1, p2, p3 = p0[:len(v)], p1[:len(v)], p2[:len(v)], p3[:len(v)]
+		for i, x := range v {
+			x -= base
+			p0[i], p1[i], p2[i], p3[i] = byte(x), byte(x>>8), byte(x>>16), byte(x>>24)
+		}
+	default:
+		for j := 0; j < w; j++ {
+			p := out[j*n : (j+1)*n]
+			p = p[:len(v)]
+			sh := uint(8 * j)
+			for i, x := range v {
+				p[i] = byte((x - base) >> sh)
+			}
 		}
 	}
 	return dst
@@ -270,6 +308,24 @@ type intEncoder struct {
 	tab  u64Table
 }
 
+// minMax returns the least and greatest of v (not empty). Two pairs of
+// running bounds, merged at the end, halve the chain of dependent
+// compares that one pair waits on.
+func minMax(v []uint64) (lo, hi uint64) {
+	lo, hi = v[0], v[0]
+	lo1, hi1 := lo, hi
+	i := 1
+	for ; i+2 <= len(v); i += 2 {
+		a, b := v[i], v[i+1]
+		lo, hi = min(lo, a), max(hi, a)
+		lo1, hi1 = min(lo1, b), max(hi1, b)
+	}
+	for ; i < len(v); i++ {
+		lo, hi = min(lo, v[i]), max(hi, v[i])
+	}
+	return min(lo, lo1), max(hi, hi1)
+}
+
 // scaleOf returns the largest of 1e9, 1e6, 1e3 dividing every v-base (else 1).
 func scaleOf(v []uint64, base, span uint64) uint64 {
 	scale := uint64(1)
@@ -350,10 +406,7 @@ func (e *intEncoder) encodeInts(dst []byte, v []uint64, signed, tryDelta, tryDic
 			hi = uint64(max(int64(hi), int64(x)))
 		}
 	} else {
-		for _, x := range v[1:] {
-			lo = min(lo, x)
-			hi = max(hi, x)
-		}
+		lo, hi = minMax(v)
 	}
 	if lo == hi {
 		return binary.LittleEndian.AppendUint64(dst, lo), encConst, lo, hi
@@ -414,12 +467,15 @@ func (e *intEncoder) encodeInts(dst []byte, v []uint64, signed, tryDelta, tryDic
 	head := len(dst) - 1
 	dst = binary.LittleEndian.AppendUint64(dst, scale)
 	dst = binary.LittleEndian.AppendUint64(dst, lo)
-	if best == encDelta || best == encDeltaU {
-		w = dw
-	} else {
-		scaleDown(u, v, lo, scale)
-	}
 	dst[head] = byte(w)
+	switch {
+	case best == encDelta || best == encDeltaU:
+		dst[head] = byte(dw)
+		return putPlanes(dst, u, dw), uint8(best), lo, hi
+	case scale == 1:
+		return putPlanesSub(dst, v, lo, w), uint8(best), lo, hi
+	}
+	scaleDown(u, v, lo, scale)
 	return putPlanes(dst, u, w), uint8(best), lo, hi
 }
 

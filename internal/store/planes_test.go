@@ -1,0 +1,62 @@
+package store
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestPutPlanesSub checks the one-pass plane writer against byte j of
+// every v[i]-base written plane by plane, for every width and lengths
+// around its unrolled cases, after a prefix already in dst.
+func TestPutPlanesSub(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for w := 0; w <= 8; w++ {
+		for _, n := range []int{0, 1, 2, 3, 7, 64, 1001} {
+			v := make([]uint64, n)
+			base := r.Uint64() >> 1
+			for i := range v {
+				v[i] = base + r.Uint64()>>uint(64-8*max(w, 1))
+			}
+			want := []byte("prefix")
+			for j := 0; j < w; j++ {
+				for _, x := range v {
+					want = append(want, byte((x-base)>>(8*j)))
+				}
+			}
+			if got := putPlanesSub([]byte("prefix"), v, base, w); !bytes.Equal(got, want) {
+				t.Fatalf("w %d n %d: planes differ", w, n)
+			}
+			if base == 0 {
+				continue
+			}
+			for i := range v {
+				v[i] -= base
+			}
+			if got := putPlanes([]byte("prefix"), v, w); !bytes.Equal(got, want) {
+				t.Fatalf("putPlanes w %d n %d: planes differ", w, n)
+			}
+		}
+	}
+}
+
+// TestMinMax checks minMax against a plain scan on odd and even lengths,
+// with the extremes at either end and in the middle.
+func TestMinMax(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 1; n < 40; n++ {
+		for k := 0; k < 20; k++ {
+			v := make([]uint64, n)
+			for i := range v {
+				v[i] = r.Uint64() >> uint(r.IntN(64))
+			}
+			lo, hi := v[0], v[0]
+			for _, x := range v {
+				lo, hi = min(lo, x), max(hi, x)
+			}
+			if gl, gh := minMax(v); gl != lo || gh != hi {
+				t.Fatalf("n %d: minMax %d %d, want %d %d", n, gl, gh, lo, hi)
+			}
+		}
+	}
+}
