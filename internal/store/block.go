@@ -224,16 +224,16 @@ func (e *blockEncoder) putInts(id int, signed, delta, dict bool) (lo, hi uint64)
 
 // extract copies the integer fields into column slices in one pass over
 // the records (each record's cache lines are read once); recs[i] is row
-// rank[i] of the block.
+// rank[i] of the block. The six fields of the service tuple go only into
+// e.tup: nearly every block codes them from it (putTuple), and
+// untuple fills their columns for one that does not.
 func (e *blockEncoder) extract(recs []flow.Record, rank []int32) {
 	n := len(recs)
 	for _, id := range intCols {
 		e.cv[id] = slices.Grow(e.cv[id][:0], n)[:n]
 	}
-	ipv, pr, it, ic := e.cv[cIPVersion][:n], e.cv[cProto][:n], e.cv[cICMPType][:n], e.cv[cICMPCode][:n]
+	ipv, er, vl, st := e.cv[cIPVersion][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n], e.cv[cStart][:n]
 	pk, by, rpk, rby := e.cv[cPackets][:n], e.cv[cBytes][:n], e.cv[cRevPackets][:n], e.cv[cRevBytes][:n]
-	fl, rfl, er, vl := e.cv[cTCPFlags][:n], e.cv[cRevTCPFlags][:n], e.cv[cEndReason][:n], e.cv[cVLAN][:n]
-	st, dp := e.cv[cStart][:n], e.cv[cDstPort][:n]
 	tup := slices.Grow(e.tup[:0], n)[:n]
 	en := slices.Grow(e.end[:0], n)[:n]
 	e.tup, e.end = tup, en
@@ -246,10 +246,9 @@ func (e *blockEncoder) extract(recs []flow.Record, rank []int32) {
 	for i := range recs {
 		r := &recs[i]
 		j := rank[i] // records read in memory order, values written at their row
-		ipv[j], pr[j], it[j], ic[j] = uint64(r.Key.IPVersion), uint64(r.Key.Proto), uint64(r.Key.ICMPType), uint64(r.Key.ICMPCode)
+		ipv[j], er[j], vl[j], st[j] = uint64(r.Key.IPVersion), uint64(r.EndReason), uint64(r.VLAN), uint64(r.Start)
 		pk[j], by[j], rpk[j], rby[j] = r.Packets, r.Bytes, r.RevPackets, r.RevBytes
-		fl[j], rfl[j], er[j], vl[j] = uint64(r.TCPFlags), uint64(r.RevTCPFlags), uint64(r.EndReason), uint64(r.VLAN)
-		st[j], dp[j], en[j] = uint64(r.Start), uint64(r.Key.DstPort), uint64(r.End)
+		en[j] = uint64(r.End)
 		tup[j] = tupleOf(r.Key.DstPort, r.Key.Proto, r.Key.ICMPType, r.Key.ICMPCode, r.TCPFlags, r.RevTCPFlags)
 		ordp, ordb, orsm = ordp|r.DropPackets, ordb|r.DropBytes, orsm|uint64(r.Sampling)
 		orrs |= uint64(len(r.DropReason))
@@ -276,8 +275,21 @@ func addrWords(a *[16]byte) uint64 {
 }
 
 // intCols are the columns extract fills.
-var intCols = [...]int{cIPVersion, cDstPort, cProto, cICMPType, cICMPCode, cPackets, cBytes, cRevPackets, cRevBytes,
-	cTCPFlags, cRevTCPFlags, cEndReason, cVLAN, cStart}
+var intCols = [...]int{cIPVersion, cPackets, cBytes, cRevPackets, cRevBytes, cEndReason, cVLAN, cStart}
+
+// untuple fills the columns of the service tuple's six fields from e.tup
+// (a block whose tuples do not fit one dictionary codes them one by one).
+func (e *blockEncoder) untuple() {
+	n := len(e.tup)
+	for _, id := range [...]int{cDstPort, cProto, cICMPType, cICMPCode, cTCPFlags, cRevTCPFlags} {
+		v := slices.Grow(e.cv[id][:0], n)[:n]
+		e.cv[id] = v
+		sh, m := tupleShift(id)
+		for i, t := range e.tup {
+			v[i] = t >> sh & m
+		}
+	}
+}
 
 // omitCol leaves sparse column id out of the block: it is all zero (or
 // "", or ::) and its omitted bit says so.
@@ -506,6 +518,7 @@ func (e *blockEncoder) encodeRanked(dst []byte, src []flow.Record, perm, rank []
 	e.putEnd()
 	maxEnd := e.cols[cEnd].max
 	if !e.putTuple() {
+		e.untuple()
 		e.putCol(cDstPort, false, false, true)
 		for _, id := range tupleCols {
 			e.putCol(id, false, false, false)
