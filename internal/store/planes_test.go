@@ -40,7 +40,7 @@ func TestPutPlanesSub(t *testing.T) {
 	}
 }
 
-// TestMinMax checks minMax against a plain scan on odd and even lengths,
+// TestMinMax checks minMax and minMaxSigned against a plain scan on odd and even lengths,
 // with the extremes at either end and in the middle.
 func TestMinMax(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -56,6 +56,16 @@ func TestMinMax(t *testing.T) {
 			}
 			if gl, gh := minMax(v); gl != lo || gh != hi {
 				t.Fatalf("n %d: minMax %d %d, want %d %d", n, gl, gh, lo, hi)
+			}
+			for i := range v {
+				v[i] = uint64(int64(v[i]) - 1<<62) // some negative
+			}
+			sl, sh := int64(v[0]), int64(v[0])
+			for _, x := range v {
+				sl, sh = min(sl, int64(x)), max(sh, int64(x))
+			}
+			if gl, gh := minMaxSigned(v); int64(gl) != sl || int64(gh) != sh {
+				t.Fatalf("n %d: minMaxSigned %d %d, want %d %d", n, int64(gl), int64(gh), sl, sh)
 			}
 		}
 	}
