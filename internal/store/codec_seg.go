@@ -218,10 +218,19 @@ func log2Fast(c uint32) float64 {
 }
 
 // histogram sets h to the byte counts of b. Four interleaved tables keep
-// runs of one byte from waiting on the previous increment of its counter.
+// runs of one byte from waiting on the previous increment of its counter;
+// a chunk under histSplitMin bytes (most of a block's chunks, a few % of
+// its bytes) counts into one, where clearing and summing the other three
+// cost more than the wait.
 func histogram(h *[256]uint32, b []byte) {
-	var t [3][256]uint32
 	*h = [256]uint32{}
+	if len(b) < histSplitMin {
+		for _, x := range b {
+			h[x]++
+		}
+		return
+	}
+	var t [3][256]uint32
 	i := 0
 	for ; i+4 <= len(b); i += 4 {
 		h[b[i]]++
@@ -236,6 +245,9 @@ func histogram(h *[256]uint32, b []byte) {
 		h[x] += t[0][x] + t[1][x] + t[2][x]
 	}
 }
+
+// histSplitMin is the shortest chunk histogram counts in four tables.
+const histSplitMin = 1024
 
 func allSame(b []byte) bool {
 	for _, x := range b[1:] {

@@ -70,3 +70,25 @@ func TestMinMax(t *testing.T) {
 		}
 	}
 }
+
+// TestHistogram checks histogram's counts against a plain count on both
+// sides of histSplitMin, on skewed and flat bytes, after a dirty h.
+func TestHistogram(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 5, 100, histSplitMin - 1, histSplitMin, histSplitMin + 3, 5000} {
+		for _, skew := range []int{0, 3, 7} {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(r.Uint32() >> uint(24+skew))
+			}
+			var want [256]uint32
+			for _, x := range b {
+				want[x]++
+			}
+			h := [256]uint32{1, 2, 3}
+			if histogram(&h, b); h != want {
+				t.Fatalf("n %d skew %d: counts differ", n, skew)
+			}
+		}
+	}
+}
