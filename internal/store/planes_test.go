@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/weir-dev/weir/internal/flow"
 )
 
 // TestPutPlanesSub checks the one-pass plane writer against byte j of
@@ -89,6 +91,43 @@ func TestHistogram(t *testing.T) {
 			if histogram(&h, b); h != want {
 				t.Fatalf("n %d skew %d: counts differ", n, skew)
 			}
+		}
+	}
+}
+
+// roundRef is roundTimes' floor and ceiling by a divisor the compiler
+// cannot see.
+//
+//go:noinline
+func roundRef(start, end, prec int64) (int64, int64, int64) {
+	q := start / prec
+	if q*prec > start {
+		q--
+	}
+	c := end / prec
+	if c*prec < end {
+		c++
+	}
+	return q, q * prec, c * prec
+}
+
+// TestRoundTimes checks order's rounding at the default precision (a
+// constant divisor) against division by a variable, negative times and
+// exact multiples included.
+func TestRoundTimes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const p = int64(DefaultTimePrecision)
+	for k := 0; k < 100000; k++ {
+		var rec flow.Record
+		rec.Start, rec.End = r.Int64N(1<<62)-1<<61, r.Int64N(1<<62)-1<<61
+		if k%3 == 0 {
+			rec.Start -= rec.Start % p
+			rec.End -= rec.End % p
+		}
+		q, s, e := roundRef(rec.Start, rec.End, p)
+		in := rec
+		if got := roundTimes(&rec, p); got != q || rec.Start != s || rec.End != e {
+			t.Fatalf("%d %d: got %d %d %d, want %d %d %d", in.Start, in.End, got, rec.Start, rec.End, q, s, e)
 		}
 	}
 }
