@@ -31,20 +31,19 @@ func (t *Table) UpdateAggregates(as []Aggregate) {
 	}
 }
 
-// updateAggregatesSmall is UpdateAggregates for small tables, in the two
-// stages of updateBatchSmall.
+// updateAggregatesSmall is UpdateAggregates for small tables, in the
+// chunks of updateBatchSmall.
 func (t *Table) updateAggregatesSmall(as []Aggregate) {
 	const d = prefetchDistance
-	var ring [d]pending
+	var ring [2 * d]pending // chunk c in half c&1
 	n := len(as)
-	for i := 0; i < min(n, d); i++ {
-		t.hashHome(&as[i].Packet, &ring[i])
-	}
-	for i := range as {
-		r := &ring[i&(d-1)]
-		t.applyAggregate(&as[i], r)
-		if k := i + d; k < n {
-			t.hashHome(&as[k].Packet, r)
+	t.stageAggregates(as[:min(n, d)], &ring[0])
+	for c := 0; c < n; c += d {
+		if k := c + d; k < n {
+			t.stageAggregates(as[k:min(n, k+d)], &ring[k&d])
+		}
+		for i := c; i < min(n, c+d); i++ {
+			t.applyAggregate(&as[i], &ring[i&(2*d-1)])
 		}
 	}
 }

@@ -116,36 +116,23 @@ func (t *Table) batchPath() int {
 // stage only costs it (BenchmarkUpdateBatch/flows=256-in-64k).
 const smallLive = smallTable * 3 / 4
 
-// updateBatchSmall is UpdateBatch for small tables: two stages, packet
-// i+D hashed with its home tag line and home slot prefetched, packet i
-// applied. The stage is written out in the loop, not called (hashHome):
-// one call fewer per packet.
+// updateBatchSmall is UpdateBatch for small tables, in chunks of D
+// packets: the next chunk is hashed with each home tag line and home slot
+// prefetched (one assembly call, stagePackets), then this chunk applied,
+// so every packet is hashed D to 2D-1 packets before it is applied.
 func (t *Table) updateBatchSmall(ps []Packet) {
 	const d = prefetchDistance
-	var ring [d]pending
+	var ring [2 * d]pending // chunk c in half c&1
 	n := len(ps)
-	for i := 0; i < min(n, d); i++ {
-		t.hashHome(&ps[i], &ring[i])
-	}
-	for i := range ps {
-		r := &ring[i&(d-1)]
-		t.applyHit(&ps[i], r)
-		if k := i + d; k < n { // reuse r's ring entry for packet k
-			t.prep(&ps[k].Key, r)
-			j := fastrange(r.h, t.n)
-			prefetch.Line(uintptr(unsafe.Pointer(&t.tags[j])))
-			prefetchSlot(uintptr(unsafe.Pointer(&t.slots[j])))
+	t.stagePackets(ps[:min(n, d)], &ring[0])
+	for c := 0; c < n; c += d {
+		if k := c + d; k < n {
+			t.stagePackets(ps[k:min(n, k+d)], &ring[k&d])
+		}
+		for i := c; i < min(n, c+d); i++ {
+			t.applyHit(&ps[i], &ring[i&(2*d-1)])
 		}
 	}
-}
-
-// hashHome makes p's key canonical and hashes it into r, and prefetches its
-// home tag line and home slot.
-func (t *Table) hashHome(p *Packet, r *pending) {
-	t.prep(&p.Key, r)
-	i := fastrange(r.h, t.n)
-	prefetch.Line(uintptr(unsafe.Pointer(&t.tags[i])))
-	prefetchSlot(uintptr(unsafe.Pointer(&t.slots[i])))
 }
 
 // applyHit is apply for the batch paths, with the same result: the common

@@ -43,7 +43,10 @@ func (a *keyWords) key() Key {
 // the final borrow. The hash mixes the five words with the table's random
 // seeds into a 32-bit value that is never 0 (0 marks an empty slot); the
 // same value is the slot's tag and, through fastrange, its home index.
-func (t *Table) prep(k *Key, r *pending) {
+func (t *Table) prep(k *Key, r *pending) { prepSeeded(&t.seed, k, r) }
+
+// prepSeeded is prep with the table's seeds s.
+func prepSeeded(s *[6]uint64, k *Key, r *pending) {
 	b := (*[40]byte)(unsafe.Pointer(k)) // Key has no padding: its bytes are its fields
 	a0 := binary.LittleEndian.Uint64(b[0:])
 	a1 := binary.LittleEndian.Uint64(b[8:])
@@ -60,7 +63,6 @@ func (t *Table) prep(k *Key, r *pending) {
 	}
 	r.w[0], r.w[1], r.w[2], r.w[3], r.w[4] = a0, a1, b0, b1, x // not a composite literal: that goes through the stack
 	r.dir = uint8(c)
-	s := &t.seed
 	h := mum(mum(a0^s[0], a1^s[1])^x^s[4], mum(b0^s[2], b1^s[3])^s[5])
 	r.h = uint32(h>>32) | 1
 }
