@@ -363,6 +363,7 @@ func (t *Table) add(s *slot, p *Packet, dir uint8) {
 		t.wrapReport(s)
 	}
 	if s.pkts[0]|s.pkts[1] == 0 { // empty record (after an active report)
+		s.state &^= stEmpty
 		s.start, s.end = first, p.Time
 		t.dueBy(first + t.active) // a new active deadline
 	} else {

@@ -129,8 +129,45 @@ func (t *Table) updateBatchSmall(ps []Packet) {
 		if k := c + d; k < n {
 			t.stagePackets(ps[k:min(n, k+d)], &ring[k&d])
 		}
-		for i := c; i < min(n, c+d); i++ {
-			t.applyHit(&ps[i], &ring[i&(2*d-1)])
+		t.applyPackets(ps[c:min(n, c+d)], &ring, c)
+	}
+}
+
+// applyPackets is applyHit for each packet of ps (packet c+j hashed into
+// ring[(c+j)%len(ring)]) with applyHit's hit path written out in the loop:
+// no call per packet, so the loop keeps its values in registers (Go saves
+// them all around a call).
+func (t *Table) applyPackets(ps []Packet, ring *[2 * prefetchDistance]pending, c int) {
+	t.stats.Packets += uint64(len(ps))
+	tags, slots := unsafe.Pointer(unsafe.SliceData(t.tags)), unsafe.Pointer(unsafe.SliceData(t.slots))
+	for j := range ps {
+		p, r := &ps[j], &ring[(c+j)&(2*prefetchDistance-1)]
+		t.stats.Bytes += uint64(p.Length)
+		n, h := t.n, r.h
+		i := fastrange(h, n)
+	probe:
+		for {
+			if tg := *(*uint32)(unsafe.Add(tags, uintptr(i)*4)); tg == h {
+				if s := (*slot)(unsafe.Add(slots, uintptr(i)*unsafe.Sizeof(slot{}))); s.key.eq(&r.w) {
+					d := r.dir & 1
+					if (t.dedup == 0 || s.owner[d] == p.Iface+1) && s.state&(stEnding|stEmpty) == 0 &&
+						p.Time-s.end < t.idle && s.pkts[d] < t.pktLimit && p.Time >= s.start && plain(p, s) {
+						s.end = max(s.end, p.Time)
+						s.pkts[d]++
+						s.bytes[d] += uint64(p.Length)
+						s.flags[d] |= p.TCPFlags
+					} else {
+						t.add(s, p, d)
+					}
+					break probe
+				}
+			} else if tg == 0 {
+				t.insert(i, h, &r.w, r.dir, p)
+				break probe
+			}
+			if i++; i == n {
+				i = 0
+			}
 		}
 	}
 }
@@ -158,10 +195,8 @@ func (t *Table) applyHit(p *Packet, r *pending) {
 		if tg := *(*uint32)(unsafe.Add(tags, uintptr(i)*4)); tg == h { // tag first: rejects a mismatch without touching its slot
 			if s := (*slot)(unsafe.Add(slots, uintptr(i)*unsafe.Sizeof(slot{}))); s.key.eq(&r.w) {
 				d := r.dir & 1 // 0 or 1: no bounds checks on the per-direction arrays
-				if (t.dedup == 0 || s.owner[d] == p.Iface+1) && s.state&stEnding == 0 &&
-					first-s.end < t.idle && s.pkts[d] <= t.pktLimit-pk && s.pkts[0]|s.pkts[1] != 0 &&
-					first >= s.start && (p.Role == RoleUnknown || s.state&stRoleFixed != 0) &&
-					p.TCPFlags&(TCPFin|TCPRst) == 0 {
+				if (t.dedup == 0 || s.owner[d] == p.Iface+1) && s.state&(stEnding|stEmpty) == 0 &&
+					first-s.end < t.idle && s.pkts[d] <= t.pktLimit-pk && first >= s.start && plain(p, s) {
 					s.end = max(s.end, p.Time)
 					s.pkts[d] += pk
 					s.bytes[d] += b
@@ -179,4 +214,11 @@ func (t *Table) applyHit(p *Packet, r *pending) {
 		}
 	}
 	t.insert(i, h, &r.w, r.dir, p)
+}
+
+// plain reports whether p has no FIN or RST and no Role hint that s still
+// needs: most packets carry neither, so both bytes are tested at once first.
+func plain(p *Packet, s *slot) bool {
+	fr := uint16(p.TCPFlags) | uint16(p.Role)<<8
+	return fr&(0xff00|TCPFin|TCPRst) == 0 || fr&(TCPFin|TCPRst) == 0 && s.state&stRoleFixed != 0
 }

@@ -84,6 +84,7 @@ func reset(s *slot) {
 	s.pkts = [2]uint32{}
 	s.bytes = [2]uint64{}
 	s.flags = [2]uint8{}
+	s.state |= stEmpty
 }
 
 // wrapReport emits the record of s early as ReasonActive because a packet

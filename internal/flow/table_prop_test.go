@@ -220,7 +220,8 @@ func TestChurnBackwardShift(t *testing.T) {
 }
 
 // checkChains asserts the linear-probing invariant: every slot between a
-// live flow's home and its position is occupied.
+// live flow's home and its position is occupied, and each live flow's
+// stEmpty bit says whether it has counted packets since its last report.
 func checkChains(t *testing.T, tb *Table) {
 	t.Helper()
 	n := tb.n
@@ -238,6 +239,9 @@ func checkChains(t *testing.T, tb *Table) {
 			continue
 		}
 		count++
+		if s := &tb.slots[i]; (s.state&stEmpty != 0) != (s.pkts[0]|s.pkts[1] == 0) {
+			t.Fatalf("slot %d: state %#x with packets %v: stEmpty out of step", i, s.state, s.pkts)
+		}
 		for j := fastrange(tb.slots[i].tag, n); j != i; j = (j + 1) % n {
 			if tb.slots[j].tag == 0 {
 				t.Fatalf("slot %d: hole at %d in its probe chain", i, j)
@@ -368,6 +372,8 @@ func updateBatchSameAsUpdate(t *testing.T, batch func(*Table, []Packet), plain b
 		now := int64(off) * int64(time.Millisecond)
 		ta.Expire(now)
 		tb.Expire(now)
+		checkChains(t, ta)
+		checkChains(t, tb)
 	}
 	ta.Flush(ReasonEOF)
 	tb.Flush(ReasonEOF)

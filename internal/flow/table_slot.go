@@ -102,6 +102,7 @@ const (
 	stFinLo                 // FIN seen from the lower endpoint
 	stFinHi                 // FIN seen from the upper endpoint
 	stEnding                // FIN both ways or RST: emit after the linger
+	stEmpty                 // no packet since the last active report: pkts[0]|pkts[1] == 0
 )
 
 // blockSlots is the number of slots per occupancy count in Table.blocks.
