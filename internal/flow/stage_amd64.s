@@ -26,11 +26,19 @@ loop:
 	MOVQ 24(SI), DX // b1: DstAddr[8:16]
 	MOVQ 32(SI), R9 // x: ports, proto, ICMP type and code, version
 
+	// Swapped x, R15: the two 16-bit ports exchanged, the high half kept
+	// (x ^ low32 ^ low32 rotated by 16).
+	MOVL R9, R10
+	MOVL R9, R15
+	ROLL $16, R15
+	XORQ R10, R15
+	XORQ R9, R15
+
 	// CF = (DstAddr, DstPort) < (SrcAddr, SrcPort), big-endian: a borrow
-	// chain from the ports up (MOV and BSWAP leave the flags alone).
-	MOVWQZX 34(SI), R10
-	MOVWQZX 32(SI), R14
-	SUBQ R14, R10
+	// chain from the ports up (MOV and BSWAP leave the flags alone). The
+	// ports: low32(x) - low32(swapped x) = (DstPort:SrcPort) -
+	// (SrcPort:DstPort) borrows iff DstPort < SrcPort.
+	CMPL R9, R15
 	MOVQ DX, R10
 	BSWAPQ R10
 	MOVQ BX, R14
@@ -43,23 +51,14 @@ loop:
 	SBBQ R14, R10
 	SETCS 44(DI) // r.dir
 
-	// Swap the endpoints if CF (CMOV leaves the flags alone).
+	// Swap the endpoints and ports if CF (CMOV leaves the flags alone).
 	MOVQ AX, R10
 	CMOVQCS CX, AX
 	CMOVQCS R10, CX
 	MOVQ BX, R10
 	CMOVQCS DX, BX
 	CMOVQCS R10, DX
-
-	// Swapped x: the two 16-bit ports exchanged, the high half kept.
-	MOVL R9, R10
-	ROLL $16, R10
-	MOVQ R9, R14
-	SHRQ $32, R14
-	SHLQ $32, R14
-	ORQ R10, R14
-	CMPB 44(DI), $0
-	CMOVQNE R14, R9
+	CMOVQCS R15, R9
 
 	MOVQ AX, 0(DI)
 	MOVQ BX, 8(DI)
