@@ -6,26 +6,28 @@ import (
 	"unsafe"
 )
 
-// checkStage runs the hash stage over ps and compares every ring entry with
+// checkStage runs both hash stages (stageKeys, stageTags) over ps and compares every ring entry with
 // prep's: the batch paths find a flow only if both hash and canonicalize a
 // key alike (Update inserts with prep).
 func checkStage(t *testing.T, tb *Table, ps []Packet) {
 	t.Helper()
-	ring := make([]pending, len(ps)+1)
-	sentinel := pending{h: 0xdeadbeef, dir: 7}
-	ring[len(ps)] = sentinel
-	if len(ps) > 0 {
-		tb.stagePackets(ps, &ring[0])
-	}
-	for i := range ps {
-		var want pending
-		tb.prep(&ps[i].Key, &want)
-		if ring[i] != want {
-			t.Fatalf("key %+v: stage %+v, prep %+v", ps[i].Key, ring[i], want)
+	for _, stage := range []func(*Table, []Packet, *pending){(*Table).stagePackets, (*Table).stagePacketTags} {
+		ring := make([]pending, len(ps)+1)
+		sentinel := pending{h: 0xdeadbeef, dir: 7}
+		ring[len(ps)] = sentinel
+		if len(ps) > 0 {
+			stage(tb, ps, &ring[0])
 		}
-	}
-	if ring[len(ps)] != sentinel {
-		t.Fatalf("stage of %d keys wrote past them: %+v", len(ps), ring[len(ps)])
+		for i := range ps {
+			var want pending
+			tb.prep(&ps[i].Key, &want)
+			if ring[i] != want {
+				t.Fatalf("key %+v: stage %+v, prep %+v", ps[i].Key, ring[i], want)
+			}
+		}
+		if ring[len(ps)] != sentinel {
+			t.Fatalf("stage of %d keys wrote past them: %+v", len(ps), ring[len(ps)])
+		}
 	}
 }
 

@@ -44,26 +44,27 @@ func (t *Table) UpdateBatch(ps []Packet) {
 	}
 }
 
-// updateBatchBig is UpdateBatch's three-stage path.
+// updateBatchBig is UpdateBatch's three-stage path, in chunks of D packets:
+// chunk c+2 hashed with its home tag lines prefetched (stagePacketTags),
+// chunk c+1's tags scanned for the slots to prefetch (slotsAhead), chunk c
+// applied (applyPackets).
 func (t *Table) updateBatchBig(ps []Packet) {
 	const d = prefetchDistance
-	var ring [4 * d]pending // entries i..i+2D are live
+	var ring [4 * d]pending // chunk c in quarter c&3
 	n := len(ps)
-	for i := 0; i < min(n, 2*d); i++ {
-		t.hashAhead(&ps[i], &ring[i])
+	t.stagePacketTags(ps[:min(n, d)], &ring[0])
+	if d < n {
+		t.stagePacketTags(ps[d:min(n, 2*d)], &ring[d])
 	}
-	for i := 0; i < min(n, d); i++ {
-		t.slotAhead(&ring[i])
-	}
-	for i := range ps {
-		r := &ring[i&(4*d-1)]
-		t.applyHit(&ps[i], r)
-		if k := i + 2*d; k < n {
-			t.hashAhead(&ps[k], &ring[k&(4*d-1)])
+	t.slotsAhead(ring[:min(n, d)])
+	for c := 0; c < n; c += d {
+		if k := c + 2*d; k < n {
+			t.stagePacketTags(ps[k:min(n, k+d)], &ring[k&(3*d)])
 		}
-		if k := i + d; k < n {
-			t.slotAhead(&ring[k&(4*d-1)])
+		if k := c + d; k < n {
+			t.slotsAhead(ring[k&(3*d) : k&(3*d)+min(n-k, d)])
 		}
+		t.applyPackets(ps[c:min(n, c+d)], &ring[0], len(ring)-1, c)
 	}
 }
 
@@ -72,6 +73,29 @@ func (t *Table) updateBatchBig(ps []Packet) {
 func (t *Table) hashAhead(p *Packet, r *pending) {
 	t.prep(&p.Key, r)
 	prefetch.Line(uintptr(unsafe.Pointer(&t.tags[fastrange(r.h, t.n)])))
+}
+
+// slotsAhead is slotAhead for each of rs, with the slots' lines prefetched
+// in one call.
+func (t *Table) slotsAhead(rs []pending) {
+	var lines [2 * prefetchDistance]uintptr
+	tags, n := t.tags, t.n
+	rs = rs[:min(len(rs), prefetchDistance)]
+	for j := range rs {
+		h := rs[j].h
+		i := fastrange(h, n)
+		for range probeHint {
+			if tg := tags[i]; tg == h || tg == 0 {
+				break
+			}
+			if i++; i == n {
+				i = 0
+			}
+		}
+		p := uintptr(unsafe.Pointer(&t.slots[i]))
+		lines[2*j], lines[2*j+1] = p, p+unsafe.Sizeof(slot{})-8
+	}
+	prefetch.Lines(lines[:2*len(rs)])
 }
 
 // slotAhead scans r's tags (prefetched by hashAhead) for the slot its probe
@@ -129,19 +153,19 @@ func (t *Table) updateBatchSmall(ps []Packet) {
 		if k := c + d; k < n {
 			t.stagePackets(ps[k:min(n, k+d)], &ring[k&d])
 		}
-		t.applyPackets(ps[c:min(n, c+d)], &ring, c)
+		t.applyPackets(ps[c:min(n, c+d)], &ring[0], len(ring)-1, c)
 	}
 }
 
 // applyPackets is applyHit for each packet of ps (packet c+j hashed into
-// ring[(c+j)%len(ring)]) with applyHit's hit path written out in the loop:
+// ring[(c+j)&mask], mask+1 entries a power of two) with applyHit's hit path written out in the loop:
 // no call per packet, so the loop keeps its values in registers (Go saves
 // them all around a call).
-func (t *Table) applyPackets(ps []Packet, ring *[2 * prefetchDistance]pending, c int) {
+func (t *Table) applyPackets(ps []Packet, ring *pending, mask, c int) {
 	t.stats.Packets += uint64(len(ps))
 	tags, slots := unsafe.Pointer(unsafe.SliceData(t.tags)), unsafe.Pointer(unsafe.SliceData(t.slots))
 	for j := range ps {
-		p, r := &ps[j], &ring[(c+j)&(2*prefetchDistance-1)]
+		p, r := &ps[j], (*pending)(unsafe.Add(unsafe.Pointer(ring), uintptr((c+j)&mask)*unsafe.Sizeof(pending{})))
 		t.stats.Bytes += uint64(p.Length)
 		n, h := t.n, r.h
 		i := fastrange(h, n)
