@@ -64,7 +64,7 @@ func (t *Table) updateBatchBig(ps []Packet) {
 		if k := c + d; k < n {
 			t.slotsAhead(ring[k&(3*d) : k&(3*d)+min(n-k, d)])
 		}
-		t.applyPackets(ps[c:min(n, c+d)], &ring[0], len(ring)-1, c)
+		t.applyPackets(ps[c:min(n, c+d)], ring[c&(3*d):])
 	}
 }
 
@@ -153,19 +153,19 @@ func (t *Table) updateBatchSmall(ps []Packet) {
 		if k := c + d; k < n {
 			t.stagePackets(ps[k:min(n, k+d)], &ring[k&d])
 		}
-		t.applyPackets(ps[c:min(n, c+d)], &ring[0], len(ring)-1, c)
+		t.applyPackets(ps[c:min(n, c+d)], ring[c&d:])
 	}
 }
 
-// applyPackets is applyHit for each packet of ps (packet c+j hashed into
-// ring[(c+j)&mask], mask+1 entries a power of two) with applyHit's hit path written out in the loop:
+// applyPackets is applyHit for each packet of ps (ps[j] hashed into rs[j]) with applyHit's hit path written out in the loop:
 // no call per packet, so the loop keeps its values in registers (Go saves
 // them all around a call).
-func (t *Table) applyPackets(ps []Packet, ring *pending, mask, c int) {
+func (t *Table) applyPackets(ps []Packet, rs []pending) {
+	rs = rs[:len(ps)]
 	t.stats.Packets += uint64(len(ps))
 	tags, slots := unsafe.Pointer(unsafe.SliceData(t.tags)), unsafe.Pointer(unsafe.SliceData(t.slots))
 	for j := range ps {
-		p, r := &ps[j], (*pending)(unsafe.Add(unsafe.Pointer(ring), uintptr((c+j)&mask)*unsafe.Sizeof(pending{})))
+		p, r := &ps[j], &rs[j]
 		t.stats.Bytes += uint64(p.Length)
 		n, h := t.n, r.h
 		i := fastrange(h, n)
