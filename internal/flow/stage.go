@@ -34,9 +34,3 @@ func (t *Table) stageAggregates(as []Aggregate, ring *pending) {
 	stageKeys(unsafe.Pointer(unsafe.SliceData(as)), unsafe.Sizeof(Aggregate{}), len(as), ring,
 		&t.seed, unsafe.SliceData(t.tags), unsafe.SliceData(t.slots), t.n)
 }
-
-// stagePacketTags is stagePackets prefetching only each home tag line.
-func (t *Table) stagePacketTags(ps []Packet, ring *pending) {
-	stageTags(unsafe.Pointer(unsafe.SliceData(ps)), unsafe.Sizeof(Packet{}), len(ps), ring,
-		&t.seed, unsafe.SliceData(t.tags), unsafe.SliceData(t.slots), t.n)
-}

@@ -9,10 +9,3 @@ import "unsafe"
 //
 //go:noescape
 func stageKeys(keys unsafe.Pointer, stride uintptr, n int, ring *pending, seed *[6]uint64, tags *uint32, slots *slot, nslots uint32)
-
-// stageTags is stageKeys without the slot prefetch (slots is not used): the
-// three-stage path's first stage, whose home slot is often not the one the
-// probe ends on.
-//
-//go:noescape
-func stageTags(keys unsafe.Pointer, stride uintptr, n int, ring *pending, seed *[6]uint64, tags *uint32, slots *slot, nslots uint32)

@@ -110,21 +110,3 @@ keysloop:
 
 keysdone:
 	RET
-
-// func stageTags(keys unsafe.Pointer, stride uintptr, n int, ring *pending, seed *[6]uint64, tags *uint32, slots *slot, nslots uint32)
-//
-// stageKeys without the slot prefetch (slots unused).
-TEXT ·stageTags(SB), NOSPLIT|NOFRAME, $0-60
-	SETUP
-	CMPQ SI, R11
-	JAE tagsdone
-
-tagsloop:
-	HASH
-	ADDQ $48, DI
-	ADDQ stride+8(FP), SI
-	CMPQ SI, R11
-	JB tagsloop
-
-tagsdone:
-	RET

@@ -12,8 +12,3 @@ func stageKeys(keys unsafe.Pointer, stride uintptr, n int, ring *pending, seed *
 		prepSeeded(seed, (*Key)(unsafe.Add(keys, uintptr(i)*stride)), &rs[i])
 	}
 }
-
-// stageTags is stageKeys: without assembly neither prefetches.
-func stageTags(keys unsafe.Pointer, stride uintptr, n int, ring *pending, seed *[6]uint64, tags *uint32, slots *slot, nslots uint32) {
-	stageKeys(keys, stride, n, ring, seed, tags, slots, nslots)
-}

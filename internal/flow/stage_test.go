@@ -6,12 +6,12 @@ import (
 	"unsafe"
 )
 
-// checkStage runs both hash stages (stageKeys, stageTags) over ps and compares every ring entry with
+// checkStage runs the hash stage over ps and compares every ring entry with
 // prep's: the batch paths find a flow only if both hash and canonicalize a
 // key alike (Update inserts with prep).
 func checkStage(t *testing.T, tb *Table, ps []Packet) {
 	t.Helper()
-	for _, stage := range []func(*Table, []Packet, *pending){(*Table).stagePackets, (*Table).stagePacketTags} {
+	for _, stage := range []func(*Table, []Packet, *pending){(*Table).stagePackets} {
 		ring := make([]pending, len(ps)+1)
 		sentinel := pending{h: 0xdeadbeef, dir: 7}
 		ring[len(ps)] = sentinel

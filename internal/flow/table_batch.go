@@ -44,27 +44,26 @@ func (t *Table) UpdateBatch(ps []Packet) {
 	}
 }
 
-// updateBatchBig is UpdateBatch's three-stage path, in chunks of D packets:
-// chunk c+2 hashed with its home tag lines prefetched (stagePacketTags),
-// chunk c+1's tags scanned for the slots to prefetch (slotsAhead), chunk c
-// applied (applyPackets).
+// updateBatchBig is UpdateBatch's three-stage path.
 func (t *Table) updateBatchBig(ps []Packet) {
 	const d = prefetchDistance
-	var ring [4 * d]pending // chunk c in quarter c&3
+	var ring [4 * d]pending // entries i..i+2D are live
 	n := len(ps)
-	t.stagePacketTags(ps[:min(n, d)], &ring[0])
-	if d < n {
-		t.stagePacketTags(ps[d:min(n, 2*d)], &ring[d])
+	for i := 0; i < min(n, 2*d); i++ {
+		t.hashAhead(&ps[i], &ring[i])
 	}
-	t.slotsAhead(ring[:min(n, d)])
-	for c := 0; c < n; c += d {
-		if k := c + 2*d; k < n {
-			t.stagePacketTags(ps[k:min(n, k+d)], &ring[k&(3*d)])
+	for i := 0; i < min(n, d); i++ {
+		t.slotAhead(&ring[i])
+	}
+	for i := range ps {
+		r := &ring[i&(4*d-1)]
+		t.applyHit(&ps[i], r)
+		if k := i + 2*d; k < n {
+			t.hashAhead(&ps[k], &ring[k&(4*d-1)])
 		}
-		if k := c + d; k < n {
-			t.slotsAhead(ring[k&(3*d) : k&(3*d)+min(n-k, d)])
+		if k := i + d; k < n {
+			t.slotAhead(&ring[k&(4*d-1)])
 		}
-		t.applyPackets(ps[c:min(n, c+d)], ring[c&(3*d):])
 	}
 }
 
@@ -73,29 +72,6 @@ func (t *Table) updateBatchBig(ps []Packet) {
 func (t *Table) hashAhead(p *Packet, r *pending) {
 	t.prep(&p.Key, r)
 	prefetch.Line(uintptr(unsafe.Pointer(&t.tags[fastrange(r.h, t.n)])))
-}
-
-// slotsAhead is slotAhead for each of rs, with the slots' lines prefetched
-// in one call.
-func (t *Table) slotsAhead(rs []pending) {
-	var lines [2 * prefetchDistance]uintptr
-	tags, n := t.tags, t.n
-	rs = rs[:min(len(rs), prefetchDistance)]
-	for j := range rs {
-		h := rs[j].h
-		i := fastrange(h, n)
-		for range probeHint {
-			if tg := tags[i]; tg == h || tg == 0 {
-				break
-			}
-			if i++; i == n {
-				i = 0
-			}
-		}
-		p := uintptr(unsafe.Pointer(&t.slots[i]))
-		lines[2*j], lines[2*j+1] = p, p+unsafe.Sizeof(slot{})-8
-	}
-	prefetch.Lines(lines[:2*len(rs)])
 }
 
 // slotAhead scans r's tags (prefetched by hashAhead) for the slot its probe
