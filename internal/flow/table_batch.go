@@ -195,8 +195,10 @@ func (t *Table) applyHit(p *Packet, r *pending) {
 		if tg := *(*uint32)(unsafe.Add(tags, uintptr(i)*4)); tg == h { // tag first: rejects a mismatch without touching its slot
 			if s := (*slot)(unsafe.Add(slots, uintptr(i)*unsafe.Sizeof(slot{}))); s.key.eq(&r.w) {
 				d := r.dir & 1 // 0 or 1: no bounds checks on the per-direction arrays
-				if (t.dedup == 0 || s.owner[d] == p.Iface+1) && s.state&(stEnding|stEmpty) == 0 &&
-					first-s.end < t.idle && s.pkts[d] <= t.pktLimit-pk && first >= s.start && plain(p, s) {
+				if (t.dedup == 0 || s.owner[d] == p.Iface+1) && s.state&stEnding == 0 &&
+					first-s.end < t.idle && s.pkts[d] <= t.pktLimit-pk && s.pkts[0]|s.pkts[1] != 0 &&
+					first >= s.start && (p.Role == RoleUnknown || s.state&stRoleFixed != 0) &&
+					p.TCPFlags&(TCPFin|TCPRst) == 0 {
 					s.end = max(s.end, p.Time)
 					s.pkts[d] += pk
 					s.bytes[d] += b
