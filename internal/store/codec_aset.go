@@ -387,13 +387,19 @@ func decodeAddrsSet(buf, dict *[][16]byte, ix []uint32, set *bloom, st []byte, n
 		binary.LittleEndian.PutUint64(a[8:], 0xffff<<16|uint64(bits.ReverseBytes32(x))<<32)
 		next[c]++
 	}
+	// The others from their 16 byte planes, gathered into two words
+	// (stores of single bytes then made the next entry's wait).
 	p6 := st[9+size : 9+size+16*n6]
 	for j := range n6 {
 		c := 255 - cls[n4+j]
-		a := &dv[next[c]]
-		for b := range 16 {
-			a[b] = p6[b*n6+j]
+		var w0, w1 uint64
+		for b := range 8 {
+			w0 |= uint64(p6[b*n6+j]) << (8 * b)
+			w1 |= uint64(p6[(b+8)*n6+j]) << (8 * b)
 		}
+		a := &dv[next[c]]
+		binary.LittleEndian.PutUint64(a[:8], w0)
+		binary.LittleEndian.PutUint64(a[8:], w1)
 		next[c]++
 	}
 	getPlanes(st[9+size+16*n6:], ix, iw)
