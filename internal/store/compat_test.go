@@ -26,7 +26,10 @@ import (
 // testdata/block-v9.bin is goldenV9Recs (TestWriteGoldenV9: an address
 // set, the service tuple, reverse packets as a ratio); testdata/block-v10.bin
 // is goldenV10Recs (TestWriteGoldenV10: reverse bytes without the rows
-// that have no packets; the last 36-byte directory).
+// that have no packets; the last 36-byte directory); testdata/block-v11.bin
+// is goldenV10Recs again (TestWriteGoldenV11: the varint directory, and
+// address-set dictionaries whose classes are the entries' rows, as format
+// 11 wrote them before the classes became buckets of rows).
 var goldenBlocks = []struct {
 	file       string
 	version    byte
@@ -45,6 +48,7 @@ var goldenBlocks = []struct {
 	{"block-v8.bin", 8, 260, numCols, goldenV8Recs, true},
 	{"block-v9.bin", 9, 260, numCols, goldenV9Recs, true},
 	{"block-v10.bin", 10, 260, numCols, goldenV10Recs, true},
+	{"block-v11.bin", 11, 260, numCols, goldenV10Recs, true},
 }
 
 // goldenV8Recs are the records of block-v8.bin: version 7's, whose byte
