@@ -80,9 +80,10 @@ const firstSparse = cDropPackets
 // Block layout constants (see FORMAT in doc.go).
 const (
 	blockMagic   = "WBK1"
-	blockVersion = 11
+	blockVersion = 12
 	fixedHeader  = 40
 	dirEntry     = 36 // versions 1 to 10; version 11 uses varints (dir.go)
+	portRunsV    = 12 // the first version with port runs filters (portRunsKind)
 	numBlooms    = 4
 	maxRows      = MaxBlockRows // decoder bound on rows per block (bounds decode memory)
 	compressMin  = 64           // streams shorter than this are stored raw
@@ -421,6 +422,7 @@ func (e *blockEncoder) portBloom(p []uint16, bl *bloom) {
 	for _, x := range d {
 		bl.addPort(x)
 	}
+	bl.runPorts()
 }
 
 // addrPortCols are the columns putAddrsPorts encodes (DstPort is coded

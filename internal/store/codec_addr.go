@@ -21,6 +21,7 @@ type addrTable struct {
 	idx   []uint64
 	order []int32
 	rank  []uint64
+	cls   []uint8 // address-set entries' count classes (classes)
 	hist  [256]uint32
 	delta []byte   // deltaV4's scratch
 	last  int      // slots the last build ended with: the next starts there

@@ -39,12 +39,12 @@ const (
 
 // encADictS (version 9, SrcAddr and DstAddr) is an address dictionary
 // whose IPv4 entries are the header's set: u32 size (all entries), u8
-// index width, u32 n6 (entries not in the set), size count classes (u8:
-// the entry's rows, at most 255; the set's entries in ascending order,
-// then the others), the others' 16 byte planes (n6 each), then the index
-// planes (rows). The dictionary's order, which the indexes count in, is
-// by class descending; within a class the set's entries in ascending
-// order, then the others in stored order.
+// index width, u32 n6 (entries not in the set), size count classes (u8,
+// the set's entries in ascending order, then the others; see classAIdx1
+// for what the writer puts there), the others' 16 byte planes (n6 each),
+// then the index planes (rows). The dictionary's order, which the indexes
+// count in, is by class descending; within a class the set's entries in
+// ascending order, then the others in stored order.
 const encADictS = 12
 
 // asetSize returns the set's L and its words (without the bloom) for n4
@@ -290,9 +290,10 @@ func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
 		}
 	}
 	// The dictionary's order: by class descending, stably over seq.
+	cls := t.classes(seq)
 	var next [256]int
-	for _, c := range t.count {
-		next[255-min(c, 255)]++
+	for _, c := range cls {
+		next[255-c]++
 	}
 	sum := 0
 	for c, k := range next {
@@ -301,7 +302,7 @@ func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
 	}
 	rk := t.rank[:d] // the keys are read out: reuse for the ranks
 	for _, i := range seq {
-		c := 255 - min(t.count[i], 255)
+		c := 255 - cls[i]
 		rk[i] = uint64(next[c])
 		next[c]++
 	}
@@ -313,7 +314,7 @@ func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
 	dst = append(dst, byte(iw))
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(n6))
 	for _, i := range seq {
-		dst = append(dst, byte(min(t.count[i], 255)))
+		dst = append(dst, cls[i])
 	}
 	off := len(dst)
 	dst = slices.Grow(dst, 16*n6)[:off+16*n6]
@@ -329,7 +330,7 @@ func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
 // classStarts returns, for each count class c of cls (a dictionary's
 // entries' classes), where its first entry goes in the dictionary's
 // order (by class descending): at index 255-c. Four interleaved counts
-// keep a run of one class (most entries are of class 1) from waiting on
+// keep a run of one class (most entries share one) from waiting on
 // the previous increment of its counter.
 func classStarts(cls []byte) (next [256]int) {
 	var t [4][256]int32
@@ -349,6 +350,63 @@ func classStarts(cls []byte) (next [256]int) {
 		sum += int(t[0][c] + t[1][c] + t[2][c] + t[3][c])
 	}
 	return next
+}
+
+// Count classes the writer gives address-set entries (encADictS): the
+// entries among the 256 most used (rows capped at 255, ties in stored
+// order) classAIdx1, the next 65,280 classAIdx2, the rest 0, so the
+// dictionary puts the first group where the index's high bytes are 0 and
+// the rest in stored order. The index planes are coded byte by byte, so
+// that split is what the order buys them; the entries' exact rows (up to
+// 255, formats 9 to 11 before 2026-11-27) cost ~0.17 B/row in classes on
+// the gendb week to save ~0.05 in indexes (docs/benchmarks.md). Readers
+// take any class bytes: the order is by class, whatever the classes say.
+const (
+	classAIdx1 = 2
+	classAIdx2 = 1
+)
+
+// classes sets t.cls[i] to dictionary entry i's class (see classAIdx1)
+// and returns it; seq is the entries in stored order.
+func (t *addrTable) classes(seq []int32) []uint8 {
+	d := len(seq)
+	cls := slices.Grow(t.cls[:0], d)[:d]
+	t.cls = cls
+	// The rows (capped) that make the 256th and 65,536th most used entry:
+	// entries above it are in, entries at it are in while places are left.
+	var hist [256]int
+	for _, c := range t.count {
+		hist[min(c, 255)]++
+	}
+	cut := func(k int) (at uint32, left int) {
+		for c := 255; c >= 0; c-- {
+			if hist[c] >= k {
+				return uint32(c), k
+			}
+			k -= hist[c]
+		}
+		return 0, d // fewer than k entries: all of them are in
+	}
+	at1, left1 := cut(256)
+	at2, left2 := cut(65536)
+	for _, i := range seq {
+		c := min(t.count[i], 255)
+		switch {
+		case c > at1 || (c == at1 && left1 > 0):
+			if c == at1 {
+				left1--
+			}
+			cls[i] = classAIdx1
+		case c > at2 || (c == at2 && left2 > 0):
+			cls[i] = classAIdx2
+		default:
+			cls[i] = 0
+		}
+		if c == at2 && cls[i] != 0 {
+			left2-- // the first group's entries count in the first 65,536 too
+		}
+	}
+	return cls
 }
 
 // decodeAddrsSet decodes an encADictS stream of n rows against its

@@ -230,11 +230,14 @@
 //	adicts (12) SrcAddr and DstAddr, when the block's filter for the
 //	            column is an address set (chosen when the set takes at
 //	            most 12 bits an IPv4 entry): u32 size, u8 index width, u32
-//	            n6, size count classes (u8, the entry's rows up to 255:
-//	            the set's n4 = size-n6 addresses in ascending order, then
-//	            the others), the others as 16 byte planes (n6 each), index
-//	            planes (rows). The dictionary is the entries by class
-//	            descending, within a class in stored order
+//	            n6, size count classes (u8: the set's n4 = size-n6
+//	            addresses in ascending order, then the others), the others
+//	            as 16 byte planes (n6 each), index planes (rows). The
+//	            dictionary is the entries by class descending, within a
+//	            class in stored order. Any class bytes read; the writer
+//	            puts 2 for the 256 most used entries (rows capped at 255,
+//	            ties in stored order), 1 for the next 65,280, 0 for the
+//	            rest (until 2026-11-27: the entry's rows up to 255)
 //	dicte (13)  version 11, integer columns: as dict, but the values seen
 //	            once are escapes: u8 index width, u32 size (entries seen
 //	            more than once), u8 value width, u64 base, u32 escapes, u8

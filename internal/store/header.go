@@ -106,7 +106,7 @@ func parseHeader(b []byte, verify bool) (*blockHeader, error) {
 		}
 	}
 	for i := range h.blooms {
-		n, ok := parseBloom(p, &h.blooms[i], ver >= 9 && i <= bloomDstAddr)
+		n, ok := parseBloom(p, &h.blooms[i], ver >= 9 && i <= bloomDstAddr, ver >= portRunsV && i >= bloomSrcPort)
 		if !ok {
 			return nil, errCorruptBlock
 		}

@@ -132,8 +132,8 @@ func TestBlockVersions(t *testing.T) {
 	if err := decodeBlock(b, true, &c); err != nil || c.N != 200 {
 		t.Fatalf("valid block: %v, %d rows", err, c.N)
 	}
-	if b[12] != 11 || b[13] != 42 {
-		t.Fatalf("version %d with %d columns, want 11 with 42", b[12], b[13])
+	if b[12] != blockVersion || b[13] != 42 {
+		t.Fatalf("version %d with %d columns, want %d with 42", b[12], b[13], blockVersion)
 	}
 	if b := h.cols[cBytes].flags; b&flagPerPkt == 0 {
 		t.Fatalf("Bytes flags %#x: the generator's bytes are whole packets, want per-packet", b)

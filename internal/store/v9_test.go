@@ -353,10 +353,10 @@ func TestAddrSetMalformed(t *testing.T) {
 		return p
 	}
 	var got bloom
-	if n, ok := parseBloom(enc(f.words), &got, true); !ok || n != 8+8*len(f.words) {
+	if n, ok := parseBloom(enc(f.words), &got, true, false); !ok || n != 8+8*len(f.words) {
 		t.Fatal("the encoder's set does not parse")
 	}
-	if _, ok := parseBloom(enc(f.words), &got, false); ok {
+	if _, ok := parseBloom(enc(f.words), &got, false, false); ok {
 		t.Error("a set parsed where the version has none")
 	}
 	for name, mod := range map[string]func(w []uint64){
@@ -374,7 +374,7 @@ func TestAddrSetMalformed(t *testing.T) {
 	} {
 		w := slices.Clone(f.words)
 		mod(w)
-		if _, ok := parseBloom(enc(w), &got, true); ok {
+		if _, ok := parseBloom(enc(w), &got, true, false); ok {
 			t.Errorf("%s: parsed", name)
 		}
 	}
@@ -434,12 +434,42 @@ func FuzzAddrSet(f *testing.F) {
 		}
 		f.Add(p, raw, uint16(h.rows), uint32(0x0a010005))
 	}
+	// Format 12's classes past one index byte (2 for the 256 most used
+	// entries, 0 for the rest), and format 11's (the entries' rows, the
+	// golden block's source set).
+	var at addrTable
+	var fl bloom
+	var addrs [][16]byte
+	for k := range 300 {
+		for range 1 + k%3 {
+			addrs = append(addrs, v4(10, 1, byte(k>>8), byte(k)))
+		}
+	}
+	if st, enc := at.encodeAddrs(nil, addrs, &fl); enc == encADictS {
+		f.Add(fl.appendTo(nil), st, uint16(len(addrs)), uint32(0x0a010105))
+	} else {
+		f.Fatalf("300 sources: encoding %d", enc)
+	}
+	gb := readGolden(f, "block-v11.bin")
+	if h, err := parseHeader(gb, true); err == nil && h.cols[cSrcAddr].enc == encADictS {
+		c := h.cols[cSrcAddr]
+		raw, err := new(segDecoder).decode(nil, gb[c.off:c.off+c.slen], int(c.rlen))
+		if c.comp == compRaw {
+			raw, err = gb[c.off:c.off+c.slen], nil
+		}
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(h.blooms[bloomSrcAddr].appendTo(nil), raw, uint16(h.rows), uint32(0x0a000001))
+	} else {
+		f.Fatalf("block-v11.bin: %v, no source set", err)
+	}
 	f.Fuzz(func(t *testing.T, p, st []byte, rows uint16, x uint32) {
 		if len(p)+len(st) > maxFuzzInput {
 			return
 		}
 		var fl bloom
-		if _, ok := parseBloom(p, &fl, true); !ok {
+		if _, ok := parseBloom(p, &fl, true, false); !ok {
 			return
 		}
 		var a [16]byte

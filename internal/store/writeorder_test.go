@@ -134,6 +134,15 @@ var writeGolden = map[int]map[string]string{
 		"in order":           "48bd4079c26b6e8a8fecbfbe394529216def5810b6d98c965b44b36f7b03e572",
 		"ns, wide span":      "88020886f3f2bc81a7e054f37d28200a7661d54014708b6767fdc19a17765ebe",
 	},
+	12: { // format 12's writer (address-set classes by use, port range filters)
+		"shuffled":           "7d0ade2d300f4328650d118484d4676e8e1ae4d0633b89c4606d4b63102a0566",
+		"shuffled, few rows": "7f2f7b842f74ad097ea2e651e1788dfbe4fc107e71753c92559e133fa874af80",
+		"every column":       "7ebf8ba977ee417b53536dcfaf336a93c5aaefde33ee9e8eb83de8856bb6ca81",
+		"one node":           "9096f630142a688f61c69b2cfbcdb2cab9d41a7003866d9b365e47a4ed193f8f",
+		"nodes differ":       "d47b290efeb4ae27bea372e4c80637a954c64a44c61cf50b3849a1fb6a430112",
+		"in order":           "74f3054362a222170c5566e4b5f8d05851f458751f105cb086c7f5c3a32918ba",
+		"ns, wide span":      "811bdc78c84954a85038449d3c8f0a838b6cbe9c69a16f1456cf3e9c85bd8b9d",
+	},
 }
 
 // TestWriteGoldenBlocks: each case written through Write and Flush gives
