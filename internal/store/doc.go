@@ -116,7 +116,13 @@
 //	    four filters (src addr, dst addr, src port, dst port), each
 //	      u8 hash count, 3 reserved bytes, u32 words, words×u64: a bloom
 //	      filter (hash count 1-16), a port bucket bitmap (0, 16 words:
-//	      bit p>>6 set for each port p), or (version 9, the address
+//	      bit p>>6 set for each port p), (version 12, the port filters;
+//	      hash count 254) the bitmap's runs of set buckets, 1 to 15
+//	      words, two runs a word (u32 at bit 0, then at bit 32: u16
+//	      first bucket, u16 last), ascending with a clear bucket between
+//	      runs, the last word's top half 0xffffffff when the runs are
+//	      odd (written when the runs take fewer words than the bitmap),
+//	      or (version 9, the address
 //	      filters; hash count 255) an address set:
 //	        word 0: u32 n4, u32 lo; word 1: u8 L, u8 k6, u16 0, u32 m6;
 //	        word 2: u32 hi, u32 0; then the n4 distinct IPv4 addresses
@@ -155,6 +161,10 @@
 // in nearly every block: a one-entry sdictl without index planes, its
 // directory entry and a few bytes a block.
 //
+// Version 12 has version 11's layout and adds port runs (hash count 254)
+// in the port filters; and its writer classes address-set entries by the
+// index byte they land in (see adicts), which any version 9 and up
+// reader takes. Version 11 blocks are read as they are.
 // Version 11 writes each directory entry with varints: u8 encoding, u8
 // compression, u8 flags, uvarint offset from the header's end, uvarint
 // stored length, uvarint raw length (compressions 1 and 2 only; else the
