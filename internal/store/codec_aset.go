@@ -357,10 +357,11 @@ func classStarts(cls []byte) (next [256]int) {
 // order) classAIdx1, the next 65,280 classAIdx2, the rest 0, so the
 // dictionary puts the first group where the index's high bytes are 0 and
 // the rest in stored order. The index planes are coded byte by byte, so
-// that split is what the order buys them; the entries' exact rows (up to
-// 255, formats 9 to 11 before 2026-11-27) cost ~0.17 B/row in classes on
-// the gendb week to save ~0.05 in indexes (docs/benchmarks.md). Readers
-// take any class bytes: the order is by class, whatever the classes say.
+// that split is what the order buys them. The entries' rows (up to 255,
+// what formats 9 to 11 wrote) took ~0.17 B/row of classes on the gendb
+// week, these ~0.05, for nearly the same index bytes (docs/benchmarks.md,
+// "Store format 12"). Readers take any class bytes: the order is by
+// class, whatever the classes say.
 const (
 	classAIdx1 = 2
 	classAIdx2 = 1
