@@ -42,15 +42,7 @@ func TestStageMatchesPrep(t *testing.T) {
 	for i := range ps {
 		k := &ps[i].Key
 		if i%2 == 0 {
-			for j := range k.SrcAddr {
-				if rng.IntN(8) == 0 {
-					k.SrcAddr[j] = byte(rng.IntN(3))
-				}
-				if rng.IntN(8) == 0 {
-					k.DstAddr[j] = byte(rng.IntN(3))
-				}
-			}
-			k.SrcPort, k.DstPort = uint16(rng.IntN(3))<<uint(rng.IntN(16)), uint16(rng.IntN(3))<<uint(rng.IntN(16))
+			nearKey(rng, k)
 		} else {
 			b := (*[40]byte)(unsafe.Pointer(k))
 			for j := range b {
