@@ -261,12 +261,18 @@ func (sc *scanner) aggregate(c *store.Columns, p *prep) {
 	t := &sc.g.groups
 	var one sums
 	one.Flows = 1
-	for j, i := range idx {
-		if j+aheadRows < len(hs) {
-			prefetch.Line(t.slotAddr(hs[j+aheadRows]))
+	// One prefetch call per aheadRows rows, for the batch after the one
+	// being added: a call per row spilled the loop's registers every row.
+	var pf [aheadRows]uintptr
+	prefetch.Lines(slotAddrs(pf[:0], t, hs[:min(aheadRows, len(hs))]))
+	for lo := 0; lo < len(idx); lo += aheadRows {
+		hi := min(lo+aheadRows, len(idx))
+		prefetch.Lines(slotAddrs(pf[:0], t, hs[hi:min(hi+aheadRows, len(hs))]))
+		for j := lo; j < hi; j++ {
+			i := idx[j]
+			one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
+			t.findH(keys[j], hs[j]).add(&one)
 		}
-		one.Packets, one.Bytes, one.RevPackets, one.RevBytes = c.Packets[i], c.Bytes[i], c.RevPackets[i], c.RevBytes[i]
-		t.findH(keys[j], hs[j]).add(&one)
 	}
 	drops := hasDrops(c)
 	if drops {
@@ -285,4 +291,13 @@ func (sc *scanner) aggregate(c *store.Columns, p *prep) {
 			sc.log.add(keys[j], sc.bin(c, int(i)), &one, dp, db)
 		}
 	}
+}
+
+// slotAddrs appends to pf the address of the slot each hash of hs starts
+// probing at in t.
+func slotAddrs(pf []uintptr, t *sharded, hs []uint64) []uintptr {
+	for _, h := range hs {
+		pf = append(pf, t.slotAddr(h))
+	}
+	return pf
 }
