@@ -184,12 +184,19 @@ func (sc *scanner) keyRows(c *store.Columns, p *prep, rest uint64, dst []partRow
 		base.iface = c.Iface
 	}
 	g := &sc.group
-	matched := int64(0)
-	for i := range n {
-		if !sel[i] {
-			continue
-		}
-		matched++
+	// The selected rows' indexes first, without a branch (a filter keeps
+	// rows in no order: a branch per row mispredicted about a third of them).
+	sb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(sel))), n)
+	rows := slices.Grow(sc.selRows[:0], n)[:n]
+	m := 0
+	for i, b := range sb {
+		rows[m] = int32(i)
+		m += int(b & 1)
+	}
+	sc.selRows = rows
+	matched := int64(m)
+	for _, r := range rows[:m] {
+		i := int(r)
 		var src, dst32 uint32
 		if g[AttrSrcIP] {
 			src = p.src[i]
@@ -228,7 +235,7 @@ func (sc *scanner) keyRows(c *store.Columns, p *prep, rest uint64, dst []partRow
 			part = 0
 		}
 		d := &dst[part]
-		d.keys, d.hs, d.idx = append(d.keys, k), append(d.hs, h), append(d.idx, int32(i))
+		d.keys, d.hs, d.idx = append(d.keys, k), append(d.hs, h), append(d.idx, r)
 	}
 	return matched
 }
