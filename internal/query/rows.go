@@ -14,6 +14,7 @@ import (
 // interning are done once, not once per worker.
 type prep struct {
 	sel      []bool
+	rows     []int32  // the indexes of the rows sel keeps (selectRows)
 	src, dst []uint32 // per row, valid where sel (when grouped by the address)
 	// Partitioned workers whose keys hold no label (sharedKeys): the keys,
 	// hashes and rows of each partition, made once by the worker that
@@ -50,8 +51,24 @@ func (sc *scanner) rows(c *store.Columns, checkTime bool) {
 		sc.scanned += int64(c.N)
 		return
 	}
+	p.selectRows()
 	sc.intern(c, p)
 	sc.aggregate(c, p)
+}
+
+// selectRows sets p.rows to the indexes of the rows p.sel keeps, gathered
+// without a branch: a filter keeps rows in no order, and a branch per row
+// mispredicted about a third of them. The row paths then visit only those.
+func (p *prep) selectRows() {
+	n := len(p.sel)
+	sb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(p.sel))), n)
+	rows := slices.Grow(p.rows[:0], n)[:n]
+	m := 0
+	for i, b := range sb {
+		rows[m] = int32(i) // m <= i: in bounds
+		m += int(b & 1)
+	}
+	p.rows = rows[:m]
 }
 
 // prepare selects the rows of c that the condition and time range keep.
@@ -72,33 +89,31 @@ func (sc *scanner) prepare(c *store.Columns, checkTime bool, p *prep) {
 // rows in the same order (or share sc.in) agree on them.
 func (sc *scanner) intern(c *store.Columns, p *prep) {
 	n := c.N
-	sel := p.sel[:n]
 	if sc.group[AttrSrcIP] {
-		p.src = sc.srcIDs.internRows(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, sel, p.src)
+		p.src = sc.srcIDs.internRows(sc.in, c.SrcDict, c.SrcIdx, c.SrcAddr, c.IPVersion, n, p.rows, p.src)
 	}
 	if sc.group[AttrDstIP] {
-		p.dst = sc.dstIDs.internRows(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, sel, p.dst)
+		p.dst = sc.dstIDs.internRows(sc.in, c.DstDict, c.DstIdx, c.DstAddr, c.IPVersion, n, p.rows, p.dst)
 	}
 }
 
-// internRows sets ids[i] to the interned id of each selected row's address
-// (one side's dictionary, indexes and addresses), reusing ids' capacity.
-// With a dictionary it goes in three passes: the entries the selected rows
-// use (each with its rows' family, the lowest when more than one), then
-// those entries' ids in a tight loop that prefetches the address table
-// aheadAddrs entries on, then each row's id from its entry: interning
-// then costs once per entry, not a branchy call and a prefetch per row.
-func (d *dictIDs) internRows(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, sel []bool, ids []uint32) []uint32 {
-	n := len(sel)
+// internRows sets ids[i] to the interned id of the address of each row i
+// of at (the rows selected, ascending, of n; one side's dictionary,
+// indexes and addresses), reusing ids' capacity. With a dictionary it goes
+// in three passes: the entries the selected rows use (each with its rows'
+// family, the lowest when more than one), then those entries' ids in a
+// tight loop that prefetches the address table aheadAddrs entries on, then
+// each row's id from its entry: interning then costs once per entry, not
+// a branchy call and a prefetch per row.
+func (d *dictIDs) internRows(g *agg, dict [][16]byte, idx []uint32, rows [][16]byte, ver []uint8, n int, at []int32, ids []uint32) []uint32 {
+	// Rows not in at get any id (never read).
 	ids = slices.Grow(ids[:0], n)[:n]
 	if dict == nil { // live records: each row interned itself
-		for i, ok := range sel {
-			if ok {
-				if j := i + aheadAddrs; j < n {
-					g.prefetchAddr(&rows[j], ver[j])
-				}
-				ids[i] = g.addr(&rows[i], ver[i])
+		for j, i := range at {
+			if l := j + aheadAddrs; l < len(at) {
+				g.prefetchAddr(&rows[at[l]], ver[at[l]])
 			}
+			ids[i] = g.addr(&rows[i], ver[i])
 		}
 		return ids
 	}
@@ -106,14 +121,10 @@ func (d *dictIDs) internRows(g *agg, dict [][16]byte, idx []uint32, rows [][16]b
 	used, dids, dver := d.used[:0], d.ids, d.ver
 	idx = idx[:n]
 	ver = ver[:n]
-	// Passes without a branch on the selection (a third of the rows, in
-	// no order, mispredicted): each entry collects the family bits of its
-	// selected rows (sel as 0/1 bytes, negated into a mask).
-	sb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(sel))), n)
 	fam := dver // as family bits first
 	clear(fam)
-	for i, x := range idx {
-		fam[x] |= famBits[ver[i]] & -sb[i]
+	for _, i := range at {
+		fam[idx[i]] |= famBits[ver[i]]
 	}
 	for x, f := range fam {
 		if f != 0 {
@@ -131,10 +142,10 @@ func (d *dictIDs) internRows(g *agg, dict [][16]byte, idx []uint32, rows [][16]b
 		}
 		dids[x] = g.addr(&dict[x], dver[x])
 	}
-	for i, x := range idx {
-		v := ver[i]
-		ids[i] = dids[x]             // unselected rows get any id: never read
-		if (dver[x]^v)&-sb[i] != 0 { // one address in both families (::ffff:a.b.c.d as IPv6): rare, exact
+	for _, i := range at {
+		x, v := idx[i], ver[i]
+		ids[i] = dids[x]
+		if dver[x] != v { // one address in both families (::ffff:a.b.c.d as IPv6): rare, exact
 			ids[i] = g.addr(&dict[x], v)
 		}
 	}
@@ -175,8 +186,6 @@ func (sc *scanner) keyRows(c *store.Columns, p *prep, rest uint64, dst []partRow
 		d := &dst[j]
 		d.keys, d.hs, d.idx = d.keys[:0], d.hs[:0], d.idx[:0]
 	}
-	n := c.N
-	sel := p.sel[:n]
 	var k gkey
 	k.rest = rest
 	var base label // the labels of this block's rows, but drop reason and sampling
@@ -184,18 +193,8 @@ func (sc *scanner) keyRows(c *store.Columns, p *prep, rest uint64, dst []partRow
 		base.iface = c.Iface
 	}
 	g := &sc.group
-	// The selected rows' indexes first, without a branch (a filter keeps
-	// rows in no order: a branch per row mispredicted about a third of them).
-	sb := unsafe.Slice((*uint8)(unsafe.Pointer(unsafe.SliceData(sel))), n)
-	rows := slices.Grow(sc.selRows[:0], n)[:n]
-	m := 0
-	for i, b := range sb {
-		rows[m] = int32(i)
-		m += int(b & 1)
-	}
-	sc.selRows = rows
-	matched := int64(m)
-	for _, r := range rows[:m] {
+	matched := int64(len(p.rows))
+	for _, r := range p.rows {
 		i := int(r)
 		var src, dst32 uint32
 		if g[AttrSrcIP] {

@@ -390,7 +390,6 @@ type scanner struct {
 	accVer            []uint8
 	own               [1]partRows         // per block: keys, hashes and rows to add
 	anySel            []bool              // read: the rows the condition keeps, before the other columns are read
-	selRows           []int32             // keyRows: the indexes of the rows selected
 	tot               map[int64]*Counters // BinTotals' sums per bin start
 	totT              int64               // the block's bin of BinTotals, when totOne
 	totOne            bool                // the block's rows all start in bin totT (totBin)

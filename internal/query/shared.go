@@ -189,6 +189,7 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, b *store.BlockInfo) (
 		}
 		if st == blockRows {
 			sc.prepare(&sl.cols, !whole, &sl.p)
+			sl.p.selectRows() // here, in parallel: interning waits its turn
 		}
 		r.mu.Lock()
 		for r.turn != i && !r.abort { // the blocks before are interned first
