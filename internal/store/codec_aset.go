@@ -291,16 +291,8 @@ func (t *addrTable) putSet(dst []byte, bl *bloom) ([]byte, bool) {
 	}
 	// The dictionary's order: by class descending, stably over seq.
 	cls := t.classes(seq)
-	var next [256]int
-	for _, c := range cls {
-		next[255-c]++
-	}
-	sum := 0
-	for c, k := range next {
-		next[c] = sum
-		sum += k
-	}
-	rk := t.rank[:d] // the keys are read out: reuse for the ranks
+	next := classStarts(cls) // the decoder's count: both sides order alike
+	rk := t.rank[:d]         // the keys are read out: reuse for the ranks
 	for _, i := range seq {
 		c := 255 - cls[i]
 		rk[i] = uint64(next[c])
