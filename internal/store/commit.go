@@ -178,11 +178,28 @@ func (s *Store) appendBlocks(p *wpart) error {
 	return nil
 }
 
+// keepSpare keeps a committed job's row buffer for a later writeout,
+// within maxInFlight+1 buffers and maxSpareRows rows. With several
+// commits in flight, keeping 2 meant a new 1.5 MB buffer (zeroed, faulted
+// in, and scanned by the GC: records hold strings) for most blocks.
+func (s *Store) keepSpare(rows []flow.Record) {
+	if c := cap(rows); c > 0 && len(s.spare) <= maxInFlight && s.spareRows+c <= maxSpareRows {
+		s.spare = append(s.spare, rows[:0])
+		s.spareRows += c
+	}
+}
+
+// maxSpareRows bounds the rows of the buffers committed jobs leave for
+// reuse (s.spare): 2^17 records, 40 MB, as when 2 buffers of at most 2^16
+// rows were kept; 5,000-row blocks keep one for each commit in flight.
+const maxSpareRows = 1 << 17
+
 // spareBuf returns a row buffer a committed job left, if any.
 func (s *Store) spareBuf() []flow.Record {
 	if n := len(s.spare); n > 0 {
 		b := s.spare[n-1]
 		s.spare = s.spare[:n-1]
+		s.spareRows -= cap(b)
 		return b
 	}
 	return nil
@@ -249,9 +266,7 @@ func (s *Store) settle(j *commitJob) {
 		s.bytesWritten.Add(j.wrote)
 		s.bytesOnDisk.Add(j.wrote + j.nx.fileLen - j.x.fileLen)
 		s.pendingRows.Add(-int64(len(j.rows)))
-		if len(s.spare) < 2 && cap(j.rows) <= 1<<16 { // at most 2 kept: 40 MB at most
-			s.spare = append(s.spare, j.rows[:0])
-		}
+		s.keepSpare(j.rows)
 		s.writeOK(p, now)
 	case errors.Is(j.err, errAbandoned):
 		// Close counted its rows as lost.

@@ -346,3 +346,95 @@ func TestPipelineFsyncErrorReturned(t *testing.T) {
 		})
 	}
 }
+
+// TestPipelineKeepsBuffers: with every commit slot in flight, each
+// committed writeout's row buffer is kept for a later one (not only 2 of
+// them: the others were new 1.5 MB buffers a block), and the next
+// writeouts take them; the rows kept stay within maxSpareRows.
+func TestPipelineKeepsBuffers(t *testing.T) {
+	s := openT(t, Config{NoSync: true, Writeout: time.Hour})
+	defer s.Close()
+	// Commits wait at the gate until every slot is taken.
+	var gmu sync.Mutex
+	gate := make(chan struct{})
+	open := func() {
+		gmu.Lock()
+		defer gmu.Unlock()
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}
+	shut := func() {
+		gmu.Lock()
+		gate = make(chan struct{})
+		gmu.Unlock()
+	}
+	defer open()
+	setFault(s, func(op, _ string) error {
+		if op == "index" {
+			gmu.Lock()
+			g := gate
+			gmu.Unlock()
+			<-g
+		}
+		return nil
+	})
+	seq := uint64(0)
+	round := func() {
+		for range maxInFlight {
+			if err := s.Write(mkRecs(500, seq, "a", t0+int64(seq))); err != nil {
+				t.Fatal(err)
+			}
+			seq += 500
+			if err := s.FlushAsync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	spares := func() (n, rows, sum int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, b := range s.spare {
+			sum += cap(b)
+		}
+		return len(s.spare), s.spareRows, sum
+	}
+	round()
+	open()
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n, rows, sum := spares()
+	if n != maxInFlight || rows != sum {
+		t.Fatalf("after %d commits: %d buffers kept (%d rows counted, %d held), want %d", maxInFlight, n, rows, sum, maxInFlight)
+	}
+	shut()
+	round() // every writeout takes a kept buffer
+	if n, rows, sum = spares(); n != 0 || rows != 0 || sum != 0 {
+		t.Fatalf("after %d more writeouts: %d buffers kept (%d rows counted, %d held), want none", maxInFlight, n, rows, sum)
+	}
+	open()
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, rows, sum = spares(); n != maxInFlight || rows != sum {
+		t.Fatalf("again: %d buffers kept (%d rows counted, %d held)", n, rows, sum)
+	}
+	if got := s.Stats().RowsWritten; got != int64(seq) {
+		t.Fatalf("%d rows written, want %d", got, seq)
+	}
+	// The bound: buffers of 2^16 rows, 20 MB each, fill maxSpareRows at two.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spare, s.spareRows = nil, 0
+	for range 3 {
+		s.keepSpare(make([]flow.Record, 0, 1<<16))
+	}
+	s.keepSpare(nil)
+	if len(s.spare) != 2 || s.spareRows != maxSpareRows {
+		t.Fatalf("%d buffers of 2^16 rows kept (%d rows), want 2 (%d)", len(s.spare), s.spareRows, maxSpareRows)
+	}
+	s.spare, s.spareRows = nil, 0
+}

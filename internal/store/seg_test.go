@@ -99,15 +99,26 @@ func TestRadixSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 2, 100, radixSmall - 1, radixSmall, 5000} {
 		for _, span := range []uint64{1, 7, 1 << 12, 1 << 40} {
-			keys := make([]uint64, n)
-			for i := range keys {
-				keys[i] = r.Uint64N(span)<<idxBits | uint64(i)
-			}
-			want := slices.Clone(keys)
-			slices.Sort(want) // the index bits make every key distinct: one order
-			got := radixSort(keys, make([]uint64, n), idxBits)
-			if !slices.Equal(got, want) {
-				t.Fatalf("n %d span %d: not sorted stably", n, span)
+			// The value bits as they come; with a digit all keys share
+			// (the pass radixSort skips) in the middle; up to bit 63
+			// (a dictionary's IPv6 entries); above a 32-bit entry number.
+			for v, val := range []func() uint64{
+				func() uint64 { return r.Uint64N(span) },
+				func() uint64 { return r.Uint64N(span)&^(1<<11-1)<<11 | 5<<11 | r.Uint64N(8) },
+				func() uint64 { return r.Uint64N(span) | uint64(r.IntN(2))<<(63-idxBits) },
+			} {
+				for _, lo := range []uint{idxBits, 32} {
+					keys := make([]uint64, n)
+					for i := range keys {
+						keys[i] = val()<<lo | uint64(i)
+					}
+					want := slices.Clone(keys)
+					slices.Sort(want) // the index bits make every key distinct: one order
+					got := radixSort(keys, make([]uint64, n), lo)
+					if !slices.Equal(got, want) {
+						t.Fatalf("n %d span %d values %d lo %d: not sorted stably", n, span, v, lo)
+					}
+				}
 			}
 		}
 	}

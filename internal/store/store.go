@@ -199,6 +199,7 @@ type Store struct {
 	handed         uint64      // jobs handed over, ever
 	live           []*commitJob
 	spare          [][]flow.Record // row buffers committed jobs gave back
+	spareRows      int             // their capacity in rows (at most maxSpareRows)
 	commitErr      error           // the first failed commit, for Flush or Close
 	cmu            sync.Mutex      // finished, and ccond's
 	ccond          *sync.Cond
