@@ -421,7 +421,7 @@ type table struct {
 	slots []slot
 	mask  uint64
 	n     int
-	free  func() // releases slots outside the Go heap, or nil
+	mem   []byte // the mapping slots live in, outside the Go heap, or nil
 }
 
 type slot struct {
@@ -430,17 +430,15 @@ type slot struct {
 }
 
 func (t *table) init(size int) {
-	t.slots, t.free = allocSlots(size)
+	t.slots, t.mem = allocSlots(size)
 	t.mask = uint64(size - 1)
 	t.n = 0
 }
 
 // release gives the table's memory back at once (the next use must init).
 func (t *table) release() {
-	if t.free != nil {
-		t.free()
-	}
-	t.slots, t.free, t.n = nil, nil, 0
+	freeSlots(t.mem)
+	t.slots, t.mem, t.n = nil, nil, 0
 }
 
 // slotAddr is the address of the slot hash h starts probing at, for
@@ -478,13 +476,10 @@ func (t *table) findH(k gkey, h uint64) *sums {
 	}
 }
 
-// grow doubles the table.
-func (t *table) grow() { t.resize(2 * len(t.slots)) }
-
 // resize moves the table's groups to a table of size slots (a power of
 // two, above its load limit).
 func (t *table) resize(size int) {
-	old, free := t.slots, t.free
+	old, mem := t.slots, t.mem
 	t.init(size)
 	for i := range old {
 		// Rehashing lands every group at a random slot of the new table:
@@ -496,7 +491,5 @@ func (t *table) resize(size int) {
 			*t.find(old[i].k) = old[i].c
 		}
 	}
-	if free != nil {
-		free() // at once: peak memory is old + new, not old + new + garbage
-	}
+	freeSlots(mem) // at once: peak memory is old + new, not old + new + garbage
 }
