@@ -46,12 +46,13 @@ const hugePage = 2 << 20
 // growSlots extends mapping mem (from allocSlots or growSlots) to n slots
 // with mremap: the slots it holds keep their pages and only the new ones
 // are faulted in (zeroed), instead of a fresh mapping of all n slots and
-// a copy. ok is false when mem is not a mapping of whole huge pages (a
-// smaller one's 4 KiB pages would stay small once extended: TLB misses on
-// every probe) or the kernel refused; mem is then still valid.
+// a copy. ok is false when mem is nil, when it grows from below a huge
+// page to one or more (its 4 KiB pages would stay small once extended: TLB
+// misses on every probe; a fresh mapping of whole huge pages then), or
+// when the kernel refused; mem is then still valid.
 func growSlots(mem []byte, n int) (slots []slot, grown []byte, ok bool) {
 	size := n * int(unsafe.Sizeof(slot{}))
-	if len(mem) < hugePage || len(mem)%hugePage != 0 || size <= len(mem) {
+	if mem == nil || size <= len(mem) || (len(mem) < hugePage && size >= hugePage) || len(mem)%min(hugePage, len(mem)) != 0 {
 		return nil, nil, false
 	}
 	old := len(mem)

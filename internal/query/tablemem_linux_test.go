@@ -35,8 +35,18 @@ func TestGrowSlots(t *testing.T) {
 	small, smem := allocSlots(hugePage / 64 / 2)
 	defer freeSlots(smem)
 	if _, _, ok := growSlots(smem, 2*len(small)); ok {
-		t.Fatal("a mapping below a huge page grew in place: its small pages would stay small")
+		t.Fatal("a mapping grew in place from below a huge page to one: its small pages would stay small")
 	}
+	tiny, tmem := allocSlots(hugeMin / 64)
+	if tmem == nil {
+		t.Fatal("a table of hugeMin bytes is not mapped")
+	}
+	tiny[len(tiny)-1].c.Flows = 7
+	tiny, tmem, ok = growSlots(tmem, 2*len(tiny))
+	if !ok || len(tiny) != 2*hugeMin/64 || tiny[hugeMin/64-1].c.Flows != 7 || tiny[len(tiny)-1] != (slot{}) {
+		t.Fatalf("a mapping below a huge page did not double in place (%v, %d slots)", ok, len(tiny))
+	}
+	freeSlots(tmem)
 	if _, _, ok := growSlots(nil, 64); ok {
 		t.Fatal("Go heap slots grew in place")
 	}
