@@ -91,7 +91,7 @@ func TestGrowMidBatch(t *testing.T) {
 	s.init()
 	defer s.release()
 	want := map[gkey]sums{}
-	keys := make([]gkey, 3*shards*(8<<20)/64/4) // each shard's table reaches 8 MiB of slots
+	keys := make([]gkey, 3*shards*(8<<20)/64/4) // each shard's table reaches 8 MiB of slots or more
 	for i := range keys {
 		keys[i] = gkey{addrs: r.Uint64()}
 	}
