@@ -139,7 +139,7 @@ func (sc *scanner) use(st blockState, whole bool, cols *store.Columns, p *prep) 
 // once per run instead of once per block.
 type ring struct {
 	mu      sync.Mutex
-	cond    sync.Cond
+	turnC   sync.Cond // signalled when turn moves on (each slot has its own for the rest)
 	workers int
 	slots   []ringSlot
 	in      *agg // the shared address table (only its interning part is used)
@@ -159,6 +159,10 @@ type ringSlot struct {
 	users int  // workers yet to use it
 	n     int  // blocks of the run
 	b     []ringBlock
+	// cond is signalled when the slot is ready or freed: a wait per slot
+	// and one for the turn wake only the worker that waits on that change,
+	// not one that then finds it still has to wait (a wasted wake-up).
+	cond sync.Cond
 }
 
 // ringBlock is one decoded block of a slot's run.
@@ -174,8 +178,9 @@ func newRing(workers int) *ring {
 		in: &agg{labelID: map[label]uint32{}}}
 	for i := range r.slots {
 		r.slots[i].b = make([]ringBlock, ringRun)
+		r.slots[i].cond.L = &r.mu
 	}
-	r.cond.L = &r.mu
+	r.turnC.L = &r.mu
 	return r
 }
 
@@ -188,7 +193,10 @@ func (r *ring) runs(n int) int {
 func (r *ring) stop() {
 	r.mu.Lock()
 	r.abort = true
-	r.cond.Broadcast()
+	r.turnC.Broadcast()
+	for i := range r.slots {
+		r.slots[i].cond.Broadcast()
+	}
 	r.mu.Unlock()
 }
 
@@ -201,7 +209,7 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, blocks []store.BlockI
 	if i%r.workers == w {
 		r.mu.Lock()
 		for sl.users > 0 && !r.abort { // the run before in this slot is still in use
-			r.cond.Wait()
+			sl.cond.Wait()
 		}
 		abort := r.abort
 		r.mu.Unlock()
@@ -225,7 +233,7 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, blocks []store.BlockI
 		}
 		r.mu.Lock()
 		for r.turn != i && !r.abort { // the runs before are interned first
-			r.cond.Wait()
+			r.turnC.Wait()
 		}
 		abort = r.abort
 		r.mu.Unlock()
@@ -239,7 +247,7 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, blocks []store.BlockI
 		}
 		r.mu.Lock()
 		r.turn = i + 1 // the next run's interning need not wait for the split
-		r.cond.Broadcast()
+		r.turnC.Broadcast()
 		r.mu.Unlock()
 		for j := range sl.n {
 			rb := &sl.b[j]
@@ -250,13 +258,13 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, blocks []store.BlockI
 		}
 		r.mu.Lock()
 		sl.run, sl.ready, sl.users = i, true, r.workers
-		r.cond.Broadcast()
+		sl.cond.Broadcast()
 		r.mu.Unlock()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for !(sl.ready && sl.run == i) && !r.abort {
-		r.cond.Wait()
+		sl.cond.Wait()
 	}
 	return sl, !r.abort, nil
 }
@@ -267,7 +275,7 @@ func (r *ring) done(i int) {
 	r.mu.Lock()
 	if sl.users--; sl.users == 0 {
 		sl.ready = false
-		r.cond.Broadcast()
+		sl.cond.Broadcast()
 	}
 	r.mu.Unlock()
 }
