@@ -249,34 +249,16 @@ func run(ctx context.Context, s *store.Store, q *Query, live []flow.Record, ts *
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := 0; ; n++ {
-				i := n
-				if !parted {
-					i = int(next.Add(1) - 1)
-				}
-				if i >= len(blocks) {
+			if parted {
+				errs[w] = sc.scanShared(ctx, shared, s, blocks, w, &failed, &read, reads)
+				return
+			}
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(blocks) || ctx.Err() != nil || failed.Load() {
 					return
 				}
-				if ctx.Err() != nil || failed.Load() {
-					if shared != nil {
-						shared.stop() // the others may wait for a block this worker was to decode
-					}
-					return
-				}
-				var err error
-				if shared != nil {
-					var sl *ringSlot
-					var ok bool
-					if sl, ok, err = shared.next(w, i, sc, s, &blocks[i]); ok {
-						sc.use(sl.st, sl.whole, &sl.cols, &sl.p)
-						shared.done(i)
-					} else if err == nil {
-						return // another worker stopped
-					}
-				} else {
-					err = sc.block(s, &blocks[i])
-				}
-				if err != nil {
+				if err := sc.block(s, &blocks[i]); err != nil {
 					errs[w] = err
 					failed.Store(true) // stop the others
 					return

@@ -1,10 +1,12 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weir-dev/weir/internal/store"
 )
@@ -124,27 +126,47 @@ func (sc *scanner) use(st blockState, whole bool, cols *store.Columns, p *prep) 
 
 // ring shares decoded blocks among partitioned workers: each worker reads
 // every block in order and keeps the groups of its hash partition, but
-// only one of them decodes a block (worker i%workers block i), selects
-// its rows and interns their addresses, into a slot of the ring the
-// others then read too. Decoding and interning, more than half the CPU
-// of a two-address query, are then done once instead of once per worker.
-// Blocks are decoded in parallel but interned in order, one at a time,
-// into one table (in) that every worker's ids refer to.
+// only one of them decodes a block, selects its rows and interns their
+// addresses, into a slot of the ring the others then read too. Decoding
+// and interning, more than half the CPU of a two-address query, are then
+// done once instead of once per worker. Blocks are decoded in parallel but
+// interned in order, one run at a time, into one table (in) that every
+// worker's ids refer to.
+//
+// A slot holds a run of ringRun consecutive blocks (run r is worker
+// r%workers's to decode): every wait on another worker costs a goroutine
+// park and wake-up, tens of µs of CPU on a small VM, so the workers meet
+// once per run instead of once per block.
 type ring struct {
 	mu      sync.Mutex
-	cond    sync.Cond
+	turnC   sync.Cond // signalled when turn moves on (each slot has its own for the rest)
 	workers int
 	slots   []ringSlot
 	in      *agg // the shared address table (only its interning part is used)
-	turn    int  // the block to intern next
+	turn    int  // the run to intern next
 	abort   bool // a worker failed or the query was cancelled: all stop
 }
 
-// ringSlot holds one decoded block until every worker has used it.
+// ringRun is how many consecutive blocks a ring slot holds: enough to make
+// the hand-offs rare, few enough that a run's decoded columns stay in the
+// cache until every worker has aggregated them (a variable for tests).
+var ringRun = 4
+
+// ringSlot holds one run of decoded blocks until every worker has used it.
 type ringSlot struct {
-	block int  // index of the block held
+	run   int  // index of the run held
 	ready bool // decoded, not yet used by every worker
 	users int  // workers yet to use it
+	n     int  // blocks of the run
+	b     []ringBlock
+	// cond is signalled when the slot is ready or freed: a wait per slot
+	// and one for the turn wake only the worker that waits on that change,
+	// not one that then finds it still has to wait (a wasted wake-up).
+	cond sync.Cond
+}
+
+// ringBlock is one decoded block of a slot's run.
+type ringBlock struct {
 	st    blockState
 	whole bool
 	cols  store.Columns
@@ -152,29 +174,42 @@ type ringSlot struct {
 }
 
 func newRing(workers int) *ring {
-	r := &ring{workers: workers, slots: make([]ringSlot, 2*workers), // a block ahead per worker
+	r := &ring{workers: workers, slots: make([]ringSlot, 2*workers), // a run ahead per worker
 		in: &agg{labelID: map[label]uint32{}}}
-	r.cond.L = &r.mu
+	for i := range r.slots {
+		r.slots[i].b = make([]ringBlock, ringRun)
+		r.slots[i].cond.L = &r.mu
+	}
+	r.turnC.L = &r.mu
 	return r
+}
+
+// runs is how many runs of the ring the n blocks make.
+func (r *ring) runs(n int) int {
+	return (n + ringRun - 1) / ringRun
 }
 
 // stop makes every worker's wait return false.
 func (r *ring) stop() {
 	r.mu.Lock()
 	r.abort = true
-	r.cond.Broadcast()
+	r.turnC.Broadcast()
+	for i := range r.slots {
+		r.slots[i].cond.Broadcast()
+	}
 	r.mu.Unlock()
 }
 
-// next hands worker w block i of blocks, decoding it first when it is w's
-// turn; the caller must call done(i) after using it. It returns false
-// (and an error if the read failed) when the workers must stop.
-func (r *ring) next(w, i int, sc *scanner, s *store.Store, b *store.BlockInfo) (*ringSlot, bool, error) {
+// next hands worker w run i of blocks (blocks i*ringRun on), decoding it
+// first when it is w's turn; the caller must call done(i) after using it.
+// It returns false (and an error if a read failed) when the workers must
+// stop.
+func (r *ring) next(w, i int, sc *scanner, s *store.Store, blocks []store.BlockInfo) (*ringSlot, bool, error) {
 	sl := &r.slots[i%len(r.slots)]
 	if i%r.workers == w {
 		r.mu.Lock()
-		for sl.users > 0 && !r.abort { // the block before in this slot is still in use
-			r.cond.Wait()
+		for sl.users > 0 && !r.abort { // the run before in this slot is still in use
+			sl.cond.Wait()
 		}
 		abort := r.abort
 		r.mu.Unlock()
@@ -182,55 +217,93 @@ func (r *ring) next(w, i int, sc *scanner, s *store.Store, b *store.BlockInfo) (
 			return nil, false, nil
 		}
 		// The slot is this worker's alone until it is marked ready.
-		st, whole, err := sc.read(s, b, &sl.cols)
-		if err != nil {
-			r.stop()
-			return nil, false, err
-		}
-		if st == blockRows {
-			sc.prepare(&sl.cols, !whole, &sl.p)
-			sl.p.selectRows() // here, in parallel: interning waits its turn
+		run := blocks[i*ringRun : min(len(blocks), (i+1)*ringRun)]
+		sl.n = len(run)
+		for j := range run {
+			rb := &sl.b[j]
+			var err error
+			if rb.st, rb.whole, err = sc.read(s, &run[j], &rb.cols); err != nil {
+				r.stop()
+				return nil, false, err
+			}
+			if rb.st == blockRows {
+				sc.prepare(&rb.cols, !rb.whole, &rb.p)
+				rb.p.selectRows() // here, in parallel: interning waits its turn
+			}
 		}
 		r.mu.Lock()
-		for r.turn != i && !r.abort { // the blocks before are interned first
-			r.cond.Wait()
+		for r.turn != i && !r.abort { // the runs before are interned first
+			r.turnC.Wait()
 		}
 		abort = r.abort
 		r.mu.Unlock()
 		if abort {
 			return nil, false, nil
 		}
-		if st == blockRows {
-			sc.intern(&sl.cols, &sl.p) // sc.in is r.in, this worker's alone until turn moves on
+		for j := range sl.n {
+			if rb := &sl.b[j]; rb.st == blockRows {
+				sc.intern(&rb.cols, &rb.p) // sc.in is r.in, this worker's alone until turn moves on
+			}
 		}
 		r.mu.Lock()
-		r.turn = i + 1 // the next block's interning need not wait for the split
-		r.cond.Broadcast()
+		r.turn = i + 1 // the next run's interning need not wait for the split
+		r.turnC.Broadcast()
 		r.mu.Unlock()
-		sl.p.keyed = false
-		if st == blockRows && sc.sharedKeys() {
-			sc.split(&sl.cols, &sl.p)
+		for j := range sl.n {
+			rb := &sl.b[j]
+			rb.p.keyed = false
+			if rb.st == blockRows && sc.sharedKeys() {
+				sc.split(&rb.cols, &rb.p)
+			}
 		}
 		r.mu.Lock()
-		sl.block, sl.ready, sl.users, sl.st, sl.whole = i, true, r.workers, st, whole
-		r.cond.Broadcast()
+		sl.run, sl.ready, sl.users = i, true, r.workers
+		sl.cond.Broadcast()
 		r.mu.Unlock()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for !(sl.ready && sl.block == i) && !r.abort {
-		r.cond.Wait()
+	for !(sl.ready && sl.run == i) && !r.abort {
+		sl.cond.Wait()
 	}
 	return sl, !r.abort, nil
 }
 
-// done says worker has used block i: the last user frees its slot.
+// done says a worker has used run i: the last user frees its slot.
 func (r *ring) done(i int) {
 	sl := &r.slots[i%len(r.slots)]
 	r.mu.Lock()
 	if sl.users--; sl.users == 0 {
 		sl.ready = false
-		r.cond.Broadcast()
+		sl.cond.Broadcast()
 	}
 	r.mu.Unlock()
+}
+
+// scanShared is partitioned worker w's scan: every run of blocks from the
+// ring r, in order. read counts the blocks used of reads, for Progress.
+func (sc *scanner) scanShared(ctx context.Context, r *ring, s *store.Store, blocks []store.BlockInfo, w int, failed *atomic.Bool, read *atomic.Int64, reads int) error {
+	for i := range r.runs(len(blocks)) {
+		if ctx.Err() != nil || failed.Load() {
+			r.stop() // the others may wait for a run this worker was to decode
+			return nil
+		}
+		sl, ok, err := r.next(w, i, sc, s, blocks)
+		if err != nil {
+			failed.Store(true) // stop the others
+			return err
+		}
+		if !ok {
+			return nil // another worker stopped
+		}
+		for j := range sl.n {
+			rb := &sl.b[j]
+			sc.use(rb.st, rb.whole, &rb.cols, &rb.p)
+			if sc.q.Progress != nil {
+				sc.q.Progress(int(read.Add(1)), reads)
+			}
+		}
+		r.done(i)
+	}
+	return nil
 }

@@ -13,8 +13,17 @@ import (
 // its rows' keys split by partition when no key holds a label: with 2 to
 // 4 workers they give the answer and the counts of one worker, which
 // decodes every block and makes every key itself, on queries that skip
-// some blocks by their summaries and cut others by time.
+// some blocks by their summaries and cut others by time; with runs of 1
+// to more than every block per ring slot (7 and 64 do not divide the 120
+// blocks: a short last run).
 func TestSharedDecodeSameAnswer(t *testing.T) {
+	defer func(n int) { ringRun = n }(ringRun)
+	for _, ringRun = range []int{1, 4, 7, 64} {
+		sharedDecodeSameAnswer(t)
+	}
+}
+
+func sharedDecodeSameAnswer(t *testing.T) {
 	recs := randRecords(rand.New(rand.NewPCG(5, 6)), 4000)
 	s := writeStore(t, recs, 100)
 	skipped := 0
@@ -54,8 +63,8 @@ func TestSharedDecodeSameAnswer(t *testing.T) {
 			gs, ws := got.Stats, want.Stats
 			gs.Elapsed, ws.Elapsed = 0, 0
 			if gs != ws || got.Totals != want.Totals || !slices.Equal(got.Rows, want.Rows) {
-				t.Errorf("%s %q, %d workers: stats %+v totals %+v (%d rows); one worker: %+v %+v (%d rows)",
-					c.group, c.cond, workers, gs, got.Totals, len(got.Rows), ws, want.Totals, len(want.Rows))
+				t.Errorf("%s %q, %d workers, runs of %d: stats %+v totals %+v (%d rows); one worker: %+v %+v (%d rows)",
+					c.group, c.cond, workers, ringRun, gs, got.Totals, len(got.Rows), ws, want.Totals, len(want.Rows))
 			}
 		}
 	}
