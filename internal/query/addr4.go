@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 )
 
@@ -36,7 +37,7 @@ func (t *v4Table) id(g *agg, v uint32, a *[16]byte) uint32 {
 	for i := t.slot(v); ; i = (i + 1) & mask {
 		e := t.e[i]
 		if uint32(e) == 0 {
-			g.addrs = append(g.addrs, addrKey{*a, 4})
+			g.addrs = append(growDouble(g.addrs), addrKey{*a, 4})
 			id := uint32(len(g.addrs))
 			t.e[i] = uint64(v)<<32 | uint64(id)
 			if t.n++; t.n*4 > 3*len(t.e) { // at most 3/4 full: 8 slots a line keep probes short, and a smaller table stays in cache
@@ -104,7 +105,7 @@ func (t *v6Table) id(g *agg, a *[16]byte) uint32 {
 	for i := t.slot(hi, lo); ; i = (i + 1) & mask {
 		e := &t.e[i]
 		if e.id == 0 {
-			g.addrs = append(g.addrs, addrKey{*a, 6})
+			g.addrs = append(growDouble(g.addrs), addrKey{*a, 6})
 			id := uint32(len(g.addrs))
 			*e = v6Entry{hi, lo, id}
 			if t.n++; t.n*4 > 3*len(t.e) {
@@ -131,6 +132,17 @@ func (t *v6Table) slotOf(a *[16]byte) uint64 {
 
 func (t *v6Table) init(bits uint8) {
 	t.e, t.n, t.bits = writeFault(make([]v6Entry, 1<<bits)), 0, bits
+}
+
+// growDouble returns s with room for one more element, doubling its
+// capacity when full: append grows a large slice by a quarter, so the
+// address list (tens of thousands) was copied to fresh memory, and
+// faulted in, several times over.
+func growDouble[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	return slices.Grow(s, max(len(s), 64))
 }
 
 // pageBytes is the smallest page size of the platforms weir runs on.

@@ -86,3 +86,22 @@ func TestWriteFault(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowDouble checks that the address list's growth keeps its
+// elements and always leaves room for one more, doubling when full.
+func TestGrowDouble(t *testing.T) {
+	var s []int
+	for i := range 5000 {
+		c := cap(s)
+		s = growDouble(s)
+		if len(s) != i || cap(s) <= len(s) || (c == i && c >= 64 && cap(s) < 2*c) {
+			t.Fatalf("at %d: len %d cap %d (was %d)", i, len(s), cap(s), c)
+		}
+		s = append(s, i)
+	}
+	for i, x := range s {
+		if x != i {
+			t.Fatalf("element %d = %d", i, x)
+		}
+	}
+}
