@@ -141,3 +141,31 @@ func TestSpreadPerPacket48(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxOf checks the four-way maximum against a plain one, every
+// length around the interleave (the tail loop) and the maximum anywhere.
+func TestMaxOf(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for n := range 40 {
+		for range 20 {
+			u := make([]uint32, n)
+			for i := range u {
+				u[i] = r.Uint32() >> r.IntN(32)
+			}
+			want := uint32(0)
+			for _, x := range u {
+				want = max(want, x)
+			}
+			if got := maxOf(u); got != want {
+				t.Fatalf("len %d: %d, want %d", n, got, want)
+			}
+			w := make([]uint64, n)
+			for i := range w {
+				w[i] = uint64(u[i]) << 20
+			}
+			if got := maxOf(w); got != uint64(want)<<20 {
+				t.Fatalf("len %d: %d, want %d", n, got, uint64(want)<<20)
+			}
+		}
+	}
+}
