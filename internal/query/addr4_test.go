@@ -64,3 +64,44 @@ func TestInternAgainstMap(t *testing.T) {
 		t.Fatalf("only %d addresses took the IPv6 table", g.v6.n)
 	}
 }
+
+// TestWriteFault checks that the tables' page touch keeps a fresh slice
+// as it was (same array, every element zero) for any length.
+func TestWriteFault(t *testing.T) {
+	for _, n := range []int{0, 1, 169, 170, 171, 512, 513, 5000} {
+		e := make([]v6Entry, n)
+		if got := writeFault(e); len(got) != n || (n > 0 && &got[0] != &e[0]) {
+			t.Fatalf("v6 %d: another slice", n)
+		}
+		for i := range e {
+			if e[i] != (v6Entry{}) {
+				t.Fatalf("v6 %d: entry %d not zero", n, i)
+			}
+		}
+		w := writeFault(make([]uint64, n))
+		for i, x := range w {
+			if x != 0 || len(w) != n {
+				t.Fatalf("v4 %d: word %d = %d", n, i, x)
+			}
+		}
+	}
+}
+
+// TestGrowDouble checks that the address list's growth keeps its
+// elements and always leaves room for one more, doubling when full.
+func TestGrowDouble(t *testing.T) {
+	var s []int
+	for i := range 5000 {
+		c := cap(s)
+		s = growDouble(s)
+		if len(s) != i || cap(s) <= len(s) || (c == i && c >= 64 && cap(s) < 2*c) {
+			t.Fatalf("at %d: len %d cap %d (was %d)", i, len(s), cap(s), c)
+		}
+		s = append(s, i)
+	}
+	for i, x := range s {
+		if x != i {
+			t.Fatalf("element %d = %d", i, x)
+		}
+	}
+}

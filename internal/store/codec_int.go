@@ -367,6 +367,7 @@ type intDecoder struct {
 	u    []uint64
 	dict []uint64
 	esc  []uint64 // encDictE's escaped values
+	at   []uint32 // encDictE's escaped rows (dictRows1)
 }
 
 type integer interface {

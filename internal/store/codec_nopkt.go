@@ -66,13 +66,13 @@ func (d *decoder) perPacketCol(h *blockHeader, blk []byte, base int, c *colMeta,
 	if len(pk) != n {
 		return v, errBadStream
 	}
-	m := nonZero(pk)
+	m, or := nonZero(pk)
 	v, err := decodeInts(&d.id, c.enc, st, m, v)
 	if err != nil {
 		return v, err
 	}
 	v = slices.Grow(v, n-m)[:n]
-	bad := spreadPerPacket(v, pk[:n], m)
+	bad := spreadPerPacket(v, pk[:n], m, or)
 	if bad != 0 {
 		return v, errBadStream
 	}
@@ -88,7 +88,49 @@ func (d *decoder) perPacketCol(h *blockHeader, blk []byte, base int, c *colMeta,
 // packets (rows without them may be any share): such a row reads the
 // next value too, and masks it out. (A function of its own: inside
 // perPacketCol the loop's values did not fit the registers.)
-func spreadPerPacket(v, pk []uint64, m int) (bad uint64) {
+// or is the bitwise or of pk's values (nonZero's).
+func spreadPerPacket(v, pk []uint64, m int, or uint64) (bad uint64) {
+	if or>>48 == 0 { // below48
+		return spreadPerPacket48(v, pk, m)
+	}
+	return spreadPerPacketWide(v, pk, m)
+}
+
+// below48 reports whether every value of pk is under 2^48: then q·p + r
+// of a per-packet value (q < 2^16, r < 2^48) fits 64 bits, and the
+// decoders skip the 128-bit product and its overflow checks.
+func below48(pk []uint64) bool {
+	var or uint64
+	for _, p := range pk {
+		or |= p
+	}
+	return or>>48 == 0
+}
+
+// spreadPerPacket48 is spreadPerPacket for packets under 2^48 (below48):
+// a 64-bit multiply, and only the remainder's bound to check (the
+// 128-bit product and the carry checks were a fifth of the loop).
+func spreadPerPacket48(v, pk []uint64, m int) (bad uint64) {
+	pk = pk[:len(v)]
+	j := m
+	for i := len(v) - 1; i >= 0; i-- {
+		p := pk[i]
+		nz := (p | -p) >> 63 // 1 unless p is 0
+		j -= int(nz)
+		x := v[j] // j < len(v): a row without packets leaves m < len(v)
+		q, r := x&0xffff, x>>16
+		var ge uint64
+		if r >= p {
+			ge = 1
+		}
+		bad |= ge & nz
+		v[i] = (q*p + r) & -nz
+	}
+	return bad
+}
+
+// spreadPerPacketWide is spreadPerPacket for any packet counts.
+func spreadPerPacketWide(v, pk []uint64, m int) (bad uint64) {
 	pk = pk[:len(v)]
 	j := m
 	for i := len(v) - 1; i >= 0; i-- {
@@ -112,10 +154,12 @@ func spreadPerPacket(v, pk []uint64, m int) (bad uint64) {
 // nonZero counts the values of pk that are not 0, without a branch on
 // them: rows without packets come in no order, and the branch on each
 // mispredicted (a fifth of perPacketCol's samples in a profile of `sip`).
-func nonZero(pk []uint64) int {
-	m := uint64(0)
+// It also returns the values' bitwise or (for below48's test).
+func nonZero(pk []uint64) (int, uint64) {
+	m, or := uint64(0), uint64(0)
 	for _, p := range pk {
 		m += (p | -p) >> 63 // 1 unless p is 0
+		or |= p
 	}
-	return int(m)
+	return int(m), or
 }

@@ -63,6 +63,24 @@ func (d *decoder) perPacket(h *blockHeader, blk []byte, base, pid int, have []ui
 	if len(pk) != len(v) {
 		return errBadStream
 	}
+	if below48(pk) {
+		// q·p + r fits 64 bits: no 128-bit product, one check per row
+		// folded into bad (no branch).
+		var bad uint64
+		for i, x := range v {
+			p, q, r := pk[i], x&0xffff, x>>16
+			var ge uint64
+			if r >= p && x != 0 {
+				ge = 1
+			}
+			bad |= ge
+			v[i] = q*p + r
+		}
+		if bad != 0 {
+			return errBadStream
+		}
+		return nil
+	}
 	for i, x := range v {
 		p, q, r := pk[i], x&0xffff, x>>16
 		hi, lo := bits.Mul64(q, p)

@@ -3,6 +3,7 @@ package store
 import (
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -51,7 +52,7 @@ func TestSpreadPerPacket(t *testing.T) {
 		if round%50 == 0 {
 			pk[r.IntN(n)] = 1 << 60 // q·p overflows for q ≥ 16
 		}
-		m := nonZero(pk)
+		m, or := nonZero(pk)
 		want := 0
 		for _, p := range pk {
 			if p != 0 {
@@ -67,7 +68,7 @@ func TestSpreadPerPacket(t *testing.T) {
 		}
 		v := make([]uint64, n)
 		copy(v, vals)
-		bad := spreadPerPacket(v, pk, m)
+		bad := spreadPerPacket(v, pk, m, or)
 		j, wantBad := 0, false
 		for i, p := range pk {
 			if p == 0 {
@@ -90,6 +91,81 @@ func TestSpreadPerPacket(t *testing.T) {
 		}
 		if (bad != 0) != wantBad {
 			t.Fatalf("round %d: bad %v, want %v", round, bad != 0, wantBad)
+		}
+	}
+}
+
+// TestSpreadPerPacket48 checks the loop for packets under 2^48 against
+// the one for any counts, the bound included (q = 2^16-1 and r = p-1
+// with p = 2^48-1 is the largest count).
+func TestSpreadPerPacket48(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for round := range 500 {
+		n := 1 + r.IntN(200)
+		pk := make([]uint64, n)
+		for i := range pk {
+			if r.IntN(5) != 0 {
+				pk[i] = 1 + r.Uint64N(1<<48-1)>>r.IntN(48)
+			}
+		}
+		if round%3 == 0 {
+			pk[r.IntN(n)] = 1<<48 - 1
+		}
+		m, or := nonZero(pk)
+		if or>>48 != 0 {
+			t.Fatalf("round %d: packets past 2^48", round)
+		}
+		v := make([]uint64, n)
+		j := 0
+		for _, p := range pk {
+			if p == 0 {
+				continue
+			}
+			q, rem := r.Uint64N(1<<16), r.Uint64N(p)
+			switch r.IntN(8) {
+			case 0:
+				q, rem = 1<<16-1, p-1
+			case 1:
+				rem = p + r.Uint64N(3) // too big
+			}
+			v[j] = rem<<16 | q
+			j++
+		}
+		if j != m {
+			t.Fatalf("round %d: %d values, nonZero %d", round, j, m)
+		}
+		want, got := slices.Clone(v), slices.Clone(v)
+		wb, gb := spreadPerPacketWide(want, pk, m), spreadPerPacket48(got, pk, m)
+		if (wb != 0) != (gb != 0) || wb == 0 && !slices.Equal(got, want) {
+			t.Fatalf("round %d: bad %d, want %d; values differ %v", round, gb, wb, !slices.Equal(got, want))
+		}
+	}
+}
+
+// TestMaxOf checks the four-way maximum against a plain one, every
+// length around the interleave (the tail loop) and the maximum anywhere.
+func TestMaxOf(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for n := range 40 {
+		for range 20 {
+			u := make([]uint32, n)
+			for i := range u {
+				u[i] = r.Uint32() >> r.IntN(32)
+			}
+			want := uint32(0)
+			for _, x := range u {
+				want = max(want, x)
+			}
+			if got := maxOf(u); got != want {
+				t.Fatalf("len %d: %d, want %d", n, got, want)
+			}
+			w := make([]uint64, n)
+			for i := range w {
+				w[i] = uint64(u[i]) << 20
+			}
+			if got := maxOf(w); got != uint64(want)<<20 {
+				t.Fatalf("len %d: %d, want %d", n, got, uint64(want)<<20)
+			}
 		}
 	}
 }

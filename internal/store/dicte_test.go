@@ -145,3 +145,61 @@ func TestDictEMalformed(t *testing.T) {
 		t.Errorf("dicte in version 10: %v, want a damaged header", err)
 	}
 }
+
+// TestDictRows1 checks decodeDictE's one-byte row loop against the plain
+// per-row loop it replaced (an entry or the next escape per row, corrupt
+// on an index past the escape or an escape count that differs): random
+// indexes around the escape index, dictionaries of 0 to 300 entries,
+// escape counts short, exact and long.
+func TestDictRows1(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for round := range 3000 {
+		size := r.IntN(301)
+		if round%4 == 0 {
+			size = r.IntN(8)
+		}
+		n := r.IntN(300)
+		ip := make([]byte, n)
+		esc := 0
+		for i := range ip {
+			switch r.IntN(6) {
+			case 0:
+				ip[i] = byte(min(size, 255))
+			case 1:
+				ip[i] = byte(r.IntN(256))
+			default:
+				ip[i] = byte(r.IntN(max(1, min(size, 256))))
+			}
+			if int(ip[i]) == size {
+				esc++
+			}
+		}
+		nesc := max(0, esc+r.IntN(3)-1)
+		dv := make([]uint64, max(size+1, 256))
+		for i := range size {
+			dv[i] = r.Uint64()
+		}
+		ev := make([]uint64, nesc+1)
+		for i := range nesc {
+			ev[i] = r.Uint64()
+		}
+		want := make([]uint64, n)
+		k, bad := 0, false // the plain loop
+		for i, x := range ip {
+			j := int(x)
+			bad = bad || j > size || k > nesc
+			v := dv[min(j, size)]
+			if j == size {
+				v = ev[min(k, nesc)]
+				k++
+			}
+			want[i] = v
+		}
+		bad = bad || k != nesc
+		got := make([]uint64, n)
+		gk, top := dictRows1(got, ip, (*[256]uint64)(dv), size, ev[:nesc], make([]uint32, n+1))
+		if gbad := top > size || gk != nesc; gbad != bad || !bad && !slices.Equal(got, want) {
+			t.Fatalf("round %d (size %d, %d rows, %d escapes of %d): corrupt %v, want %v", round, size, n, gk, nesc, gbad, bad)
+		}
+	}
+}
