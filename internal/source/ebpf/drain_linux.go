@@ -29,7 +29,7 @@ func (s *Source) evict(reason int) error {
 	if err := s.clock.read(); err != nil {
 		return err
 	}
-	n, err := s.drain(old)
+	n, calls, err := s.drain(old)
 	el := time.Since(start)
 	s.takeSpill(reason)
 	if s.drops.held != nil {
@@ -41,6 +41,7 @@ func (s *Source) evict(reason int) error {
 	s.stats.EvictTime += el
 	s.stats.EvictLast = el
 	s.stats.SwapTime += swap
+	s.stats.BatchTime += calls
 	b := len(EvictBuckets)
 	for i, le := range EvictBuckets {
 		if el.Seconds() <= le {
@@ -61,12 +62,14 @@ func (s *Source) evict(reason int) error {
 // the drain's tail.
 const drainBatch = 8192
 
-// drain reads and deletes every entry of m, adding each to the table. A
-// helper goroutine adds one batch to the table while the kernel copies
-// out the next (the Run goroutine does not touch the table meanwhile).
-func (s *Source) drain(m *ebpf.Map) (int, error) {
+// drain reads and deletes every entry of m, adding each to the table,
+// and returns the entries and the time spent in batch calls. A helper
+// goroutine adds one batch to the table while the kernel copies out the
+// next (the Run goroutine does not touch the table meanwhile).
+func (s *Source) drain(m *ebpf.Map) (int, time.Duration, error) {
 	if !s.batchOK {
-		return s.drainPerKey(m)
+		n, err := s.drainPerKey(m)
+		return n, 0, err
 	}
 	full := make(chan int)         // buffer index, filled
 	free := make(chan struct{}, 2) // buffers the helper is done with
@@ -83,11 +86,14 @@ func (s *Source) drain(m *ebpf.Map) (int, error) {
 	total, buf := 0, 0
 	var cursor ebpf.MapBatchCursor
 	var err error
+	var calls time.Duration
 	for {
 		<-free
 		k, v := s.keys[buf][:cap(s.keys[buf])], s.vals[buf][:cap(s.vals[buf])]
 		var n int
+		t0 := time.Now()
 		n, err = m.BatchLookupAndDelete(&cursor, k, v, nil)
+		calls += time.Since(t0)
 		s.keys[buf], s.vals[buf] = k[:n], v[:n]
 		total += n
 		full <- buf
@@ -103,7 +109,7 @@ func (s *Source) drain(m *ebpf.Map) (int, error) {
 	}
 	close(full)
 	<-done
-	return total, err
+	return total, calls, err
 }
 
 // drainPerKey drains m where the kernel has no batch operations: iterate,

@@ -228,9 +228,13 @@ type Stats struct {
 	// SwapTime is the part of EvictTime spent swapping the maps: the
 	// kernel waits for an RCU grace period there (latency, not CPU).
 	SwapTime time.Duration
-	Capacity int    // entries per kernel flow map (MaxFlows)
-	Records  uint64 // records handed to the sink
-	Ifaces   int    // interfaces attached (each ingress and egress)
+	// BatchTime is the part of EvictTime spent in the kernel's batch
+	// lookup-and-delete calls; the rest of a drain is what weir adds
+	// (the table keeps up with the kernel on another goroutine).
+	BatchTime time.Duration
+	Capacity  int    // entries per kernel flow map (MaxFlows)
+	Records   uint64 // records handed to the sink
+	Ifaces    int    // interfaces attached (each ingress and egress)
 	// BatchDeletes reports that the kernel map supports batch
 	// lookup-and-delete.
 	BatchDeletes bool
